@@ -1,0 +1,30 @@
+# The two commands a new developer needs are `make demo` and `make test`;
+# both create .venv and install every package (editable) on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PACKAGES := anarchon-core conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats
+STAMP := $(VENV)/.installed
+
+.PHONY: dev demo test lint typecheck clean
+
+dev: $(STAMP)
+
+$(STAMP): requirements-dev.txt $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt $(foreach p,$(PACKAGES),-e packages/$(p))
+	touch $@
+
+demo: dev
+	$(BIN)/python examples/demo.py
+
+test: dev
+	$(BIN)/python -m pytest
+
+lint: dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""anarchon: distributed cron (bootstrap stub, replaced by the lead)."""

@@ -1,0 +1,261 @@
+"""The backend contract: what a referee between instances must do.
+
+A backend object belongs to one scheduler (one *instance*); several backend
+objects pointed at one store are several instances racing. Two tiers exist,
+declared in :class:`Capabilities`:
+
+claim
+    :meth:`Backend.claim` decides who is first for a slot and remembers it
+    for a window. Nothing else is promised: a dead winner's run is lost and
+    its history record stays ``running``.
+
+lease
+    The winner also holds a lease (``lease_ms``) that it renews, and the
+    backend implements :meth:`renew`, :meth:`take_over`, :meth:`hand_over` and
+    :meth:`marks`. The rules every lease backend follows, per job:
+
+    * ``mark`` is the newest *scheduled* slot decided (won or skipped). A
+      scheduled claim of a slot older than ``mark`` is ``LOST``; of a slot
+      equal to ``mark`` it is ``LOST`` too, unless the stored record carries
+      the same ``token`` (a retried claim: answer as the first time).
+      Manual runs neither check nor move ``mark``.
+    * ``fencing`` is a per-job counter, incremented by every ``WON`` claim and
+      every take-over; the new value is the grant's token.
+    * Before deciding a scheduled claim, runs of *older* scheduled slots whose
+      lease expired are marked ``abandoned`` (the newer slot runs the job).
+    * With ``overlap="skip"``, a claim (scheduled or manual) while any run of
+      the job holds an unexpired lease answers ``SKIPPED`` and records the
+      slot once with status ``skipped`` (and moves ``mark``).
+    * A run's lease expires at ``lease_ms`` after its grant or last renewal,
+      judged on the backend's clock where it has one, or at once on hand-over.
+      :meth:`take_over` grants an expired run again (``attempt + 1``, new
+      token and fencing) when ``attempt < max_attempts`` or it was handed
+      over, and the run is the job's newest scheduled slot (or manual);
+      otherwise marks it ``abandoned``.
+    * :meth:`renew`, :meth:`finish` and :meth:`hand_over` succeed only for the
+      current owner (same token, status ``running``); a stale owner gets
+      ``False`` and changes nothing.
+    * History keeps at least ``history_size`` runs per job, newest by slot
+      first, and drops runs older than ``history_ttl_ms`` when it is set.
+
+A method that raises means *unknown*: the scheduler never runs a slot whose
+claim raised, logs, backs off and calls again later. A backend must therefore
+recover its connection by itself on a later call.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from .run import Run
+
+if TYPE_CHECKING:
+    from .job import Job
+
+__all__ = [
+    "Backend",
+    "Capabilities",
+    "Claim",
+    "ClaimResult",
+    "Grant",
+    "Outcome",
+]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can promise, declared once as data.
+
+    The scheduler resolves job options from these flags and the conformance
+    suite gates its tests on them; neither ever looks at a backend's name.
+    """
+
+    #: Lease tier: backup runners, overlap skip, catch-up, hand-over, fencing.
+    lease: bool
+    #: ``history_ttl_ms`` is honoured (claim backends trim by count only).
+    history_ttl: bool = False
+    #: Lease expiry is judged on a clock of the backend's own (Redis ``TIME``,
+    #: PostgreSQL ``now()``), so :meth:`Backend.now_ms` is worth comparing with.
+    server_clock: bool = False
+    #: A claim repeated with the same token gets its first answer back.
+    idempotent_claim: bool = True
+    #: Instances in several OS processes (or hosts) can share the store.
+    multi_process: bool = True
+
+    @property
+    def kind(self) -> str:
+        return "lease" if self.lease else "claim"
+
+    def describe(self) -> list[str]:
+        """The flags that are on, for ``anarchon backends`` and test headers."""
+        return [f.replace("_", "-") for f in self.__dataclass_fields__ if getattr(self, f) is True]
+
+
+class Outcome(str, enum.Enum):
+    """The answer to one claim."""
+
+    WON = "won"  # run it
+    LOST = "lost"  # another instance has it, or the slot is older than the mark
+    SKIPPED = "skipped"  # overlap: the previous run still holds the lease
+    UNKNOWN = "unknown"  # the answer was lost: treat as lost, never run twice
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One instance asking to run one slot of one job.
+
+    ``token`` is unique per claim; a retry of the same claim reuses it so the
+    backend can recognise the client's own earlier claim. ``now_ms`` is the
+    instance's clock, recorded as the run's ``started_at``.
+    """
+
+    job: Job
+    slot_ms: int
+    instance: str
+    token: str
+    now_ms: int
+    manual: bool = False
+    catch_up: bool = False
+    missed: int = 0
+
+
+@dataclass(frozen=True)
+class Grant:
+    """The right to run one slot, and the handle to renew or finish it.
+
+    On a claim backend it is only a receipt (``fencing`` is ``None``).
+    """
+
+    job: str
+    slot_ms: int
+    instance: str
+    token: str
+    attempt: int = 1
+    fencing: int | None = None
+    manual: bool = False
+    catch_up: bool = False
+    missed: int = 0
+    started_at_ms: int = 0
+    #: The job's ``lease_ms`` when granted; renewals extend by it.
+    lease_ms: int = 0
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    outcome: Outcome
+    grant: Grant | None = None
+    #: The history record written for a SKIPPED answer, when the backend has it.
+    record: Run | None = None
+
+    @property
+    def won(self) -> bool:
+        return self.outcome is Outcome.WON
+
+
+class Backend(abc.ABC):
+    """Base class of every backend.
+
+    Subclasses set the class attributes, implement the abstract methods, and,
+    when ``capabilities.lease`` is true, the lease methods below them. Keep
+    ``__repr__`` free of passwords (see :func:`anarchon.urls.redact_url`).
+    """
+
+    #: Short name used by ``anarchon backends`` and in error messages.
+    name: ClassVar[str]
+    #: URL schemes that select this backend in ``Scheduler(backend="…")``.
+    url_schemes: ClassVar[tuple[str, ...]] = ()
+    capabilities: ClassVar[Capabilities]
+
+    @classmethod
+    def from_url(cls, url: str) -> Backend:
+        """Build a backend from a URL with one of :attr:`url_schemes`."""
+        raise NotImplementedError(f"backend {cls.name!r} cannot be built from a URL")
+
+    # -- lifecycle -------------------------------------------------------
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Connect and create what is missing (queues, streams, tables).
+
+        Raises :class:`~anarchon.errors.BackendUnavailableError` when the
+        backend cannot be reached within its connect timeout.
+        """
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release what :meth:`start` opened; never close a caller's connection."""
+
+    # -- jobs -------------------------------------------------------------
+
+    def check_job(self, job: Job) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`~anarchon.errors.InvalidJobError` for options unsafe here.
+
+        Called by ``add()`` after the generic checks; synchronous, no I/O.
+        """
+
+    async def prepare(self, jobs: Sequence[Job]) -> None:  # noqa: B027 - optional hook
+        """Make the store ready for these jobs (called on start and on add)."""
+
+    # -- claiming -----------------------------------------------------------
+
+    @abc.abstractmethod
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Decide each claim, in order; answers line up with ``claims``.
+
+        The claims due together are passed together, so a backend can decide
+        them in one round trip. A lease backend writes the ``running`` (or
+        ``skipped``) history record in the same atomic step as the grant.
+        """
+
+    @abc.abstractmethod
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        """Record the finished run and release the lease.
+
+        ``False`` when ``grant`` is stale (its lease was taken over): nothing
+        is written.
+        """
+
+    @abc.abstractmethod
+    async def history(self, job: str, limit: int = 100) -> list[Run]:
+        """The job's runs, newest slot first."""
+
+    async def last_run(self, job: str) -> Run | None:
+        runs = await self.history(job, limit=1)
+        return runs[0] if runs else None
+
+    async def now_ms(self) -> int:
+        """The backend's clock; the local clock where it has none."""
+        return time.time_ns() // 1_000_000
+
+    # -- lease tier ---------------------------------------------------------
+
+    async def renew(self, grants: Sequence[Grant]) -> list[bool]:
+        """Extend each lease by its job's ``lease_ms``; ``False`` where stale."""
+        raise NotImplementedError(f"backend {self.name!r} holds no leases")
+
+    async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
+        """Grant this instance the expired runs of these jobs.
+
+        Returns one ``WON`` result per run taken over; marks the runs it may
+        not take over ``abandoned``.
+        """
+        raise NotImplementedError(f"backend {self.name!r} holds no leases")
+
+    async def hand_over(self, grant: Grant) -> bool:
+        """Expire the lease now so a backup takes the run over at once."""
+        raise NotImplementedError(f"backend {self.name!r} holds no leases")
+
+    async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
+        """Each job's newest decided scheduled slot, ``None`` if it never ran.
+
+        The scheduler computes catch-up from it.
+        """
+        raise NotImplementedError(f"backend {self.name!r} holds no leases")

@@ -1,0 +1,61 @@
+"""Every error anarchon raises on purpose.
+
+The tree::
+
+    AnarchonError
+    ├── InvalidJobError (ValueError)        a job or option that cannot work: fix the call to add()
+    │   └── UnsupportedOptionError          a lease-only option on a backend that only claims
+    ├── BackendNotInstalledError (ImportError)   pip install the package it names
+    ├── BackendUnavailableError (ConnectionError) start() could not reach the backend
+    └── JobNotFoundError (KeyError)          no job of that name on this scheduler
+
+Each inherits the builtin a caller would already catch, so ``except ValueError``
+around ``add()`` keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AnarchonError",
+    "BackendNotInstalledError",
+    "BackendUnavailableError",
+    "InvalidJobError",
+    "JobNotFoundError",
+    "UnsupportedOptionError",
+]
+
+
+class AnarchonError(Exception):
+    """Base of every error anarchon raises on purpose."""
+
+
+class InvalidJobError(AnarchonError, ValueError):
+    """A job whose name, schedule or options cannot work on this backend.
+
+    Raised by ``Scheduler.add()`` (and ``anarchon check``) before anything is
+    scheduled, so bad input never turns into a lost or a doubled run.
+    """
+
+    def __init__(self, message: str, *, option: str | None = None, value: object = None) -> None:
+        super().__init__(message)
+        self.option = option
+        self.value = value
+
+
+class UnsupportedOptionError(InvalidJobError):
+    """A lease-only option set on a backend that only claims (RabbitMQ, NATS)."""
+
+
+class BackendNotInstalledError(AnarchonError, ImportError):
+    """The backend asked for lives in a distribution that is not installed."""
+
+
+class BackendUnavailableError(AnarchonError, ConnectionError):
+    """``start()`` could not reach the backend within its connect timeout."""
+
+
+class JobNotFoundError(AnarchonError, KeyError):
+    """No job of that name is registered on this scheduler."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else ""

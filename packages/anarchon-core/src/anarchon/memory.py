@@ -1,0 +1,267 @@
+"""The in-memory lease backend: one process, every lease feature.
+
+It is the reference implementation of the lease rules in
+:mod:`anarchon.backend`; the server backends do in one script or one
+transaction what :meth:`_Book.claim` does under a lock here. Backends given
+the same :class:`MemoryStore` act as separate instances of one store, which is
+how the tests race instances without a server.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from .backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from .run import Run, RunStatus, ms_to_datetime
+
+if TYPE_CHECKING:
+    from .job import Job
+
+__all__ = ["MemoryBackend", "MemoryStore"]
+
+
+@dataclass
+class _Record:
+    """A run as the store keeps it: the public record plus the lease."""
+
+    run: Run
+    token: str
+    lease_ms: int
+    expires_ms: int
+    handed_over: bool = False
+
+
+@dataclass
+class _Book:
+    """Everything the store knows of one job."""
+
+    mark: int | None = None
+    fencing: int = 0
+    runs: dict[tuple[int, bool], _Record] = field(default_factory=dict)
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MemoryStore:
+    """Shared state of several :class:`MemoryBackend` objects (one per instance).
+
+    ``clock`` returns epoch milliseconds; it is the store's own clock, the
+    equivalent of Redis ``TIME``, and can be replaced in tests.
+    """
+
+    def __init__(self, clock: Callable[[], int] | None = None) -> None:
+        self.clock = clock or _wall_ms
+        self._lock = threading.Lock()
+        self._books: dict[str, _Book] = {}
+
+    def _book(self, job: str) -> _Book:
+        return self._books.setdefault(job, _Book())
+
+    # Each public method below is one atomic step, as a server backend's script is.
+
+    def claim(self, c: Claim) -> ClaimResult:
+        opts = c.job.options
+        with self._lock:
+            now = self.clock()
+            book = self._book(c.job.name)
+            key = (c.slot_ms, c.manual)
+            existing = book.runs.get(key)
+            if existing is not None:
+                if existing.token != c.token:
+                    return ClaimResult(Outcome.LOST)
+                if existing.run.status is RunStatus.SKIPPED:
+                    return ClaimResult(Outcome.SKIPPED, record=existing.run)
+                if existing.run.status is RunStatus.RUNNING:
+                    return ClaimResult(Outcome.WON, self._grant(existing))
+                return ClaimResult(Outcome.LOST)
+            if not c.manual:
+                if book.mark is not None and c.slot_ms <= book.mark:
+                    return ClaimResult(Outcome.LOST)
+                for (slot, manual), rec in book.runs.items():
+                    if (
+                        not manual
+                        and slot < c.slot_ms
+                        and rec.run.status is RunStatus.RUNNING
+                        and rec.expires_ms <= now
+                    ):
+                        rec.run = rec.run.replace(status=RunStatus.ABANDONED)
+                book.mark = c.slot_ms
+            base = Run(
+                job=c.job.name,
+                slot_ms=c.slot_ms,
+                status=RunStatus.RUNNING,
+                instance=c.instance,
+                manual=c.manual,
+                catch_up=c.catch_up,
+                missed=c.missed,
+                started_at=ms_to_datetime(c.now_ms),
+            )
+            if opts.overlap == "skip" and any(
+                r.run.status is RunStatus.RUNNING and r.expires_ms > now for r in book.runs.values()
+            ):
+                skipped = base.replace(status=RunStatus.SKIPPED, finished_at=base.started_at, duration_ms=0)
+                book.runs[key] = _Record(skipped, c.token, opts.lease_ms, now)
+                self._trim(book, c.job, now)
+                return ClaimResult(Outcome.SKIPPED, record=skipped)
+            book.fencing += 1
+            rec = _Record(base.replace(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
+            book.runs[key] = rec
+            self._trim(book, c.job, now)
+            return ClaimResult(Outcome.WON, self._grant(rec))
+
+    def _grant(self, rec: _Record) -> Grant:
+        run = rec.run
+        started = run.started_at
+        return Grant(
+            job=run.job,
+            slot_ms=run.slot_ms,
+            instance=run.instance,
+            token=rec.token,
+            attempt=run.attempt,
+            fencing=run.fencing,
+            manual=run.manual,
+            catch_up=run.catch_up,
+            missed=run.missed,
+            started_at_ms=round(started.timestamp() * 1000) if started else 0,
+            lease_ms=rec.lease_ms,
+        )
+
+    def _owned(self, grant: Grant) -> _Record | None:
+        rec = self._book(grant.job).runs.get((grant.slot_ms, grant.manual))
+        if rec is None or rec.token != grant.token or rec.run.status is not RunStatus.RUNNING:
+            return None
+        return rec
+
+    def renew(self, grant: Grant) -> bool:
+        with self._lock:
+            rec = self._owned(grant)
+            if rec is None or rec.handed_over:
+                return False
+            rec.expires_ms = self.clock() + rec.lease_ms
+            return True
+
+    def finish(self, grant: Grant, run: Run) -> bool:
+        with self._lock:
+            rec = self._owned(grant)
+            if rec is None:
+                return False
+            rec.run = run
+            rec.expires_ms = self.clock()
+            return True
+
+    def hand_over(self, grant: Grant) -> bool:
+        with self._lock:
+            rec = self._owned(grant)
+            if rec is None:
+                return False
+            rec.handed_over = True
+            rec.expires_ms = self.clock()
+            return True
+
+    def take_over(self, job: Job, instance: str) -> list[ClaimResult]:
+        won: list[ClaimResult] = []
+        with self._lock:
+            now = self.clock()
+            book = self._book(job.name)
+            for (slot, manual), rec in book.runs.items():
+                if rec.run.status is not RunStatus.RUNNING or rec.expires_ms > now:
+                    continue
+                newest = manual or slot == book.mark
+                if not newest or (rec.run.attempt >= job.options.max_attempts and not rec.handed_over):
+                    rec.run = rec.run.replace(status=RunStatus.ABANDONED)
+                    continue
+                book.fencing += 1
+                rec.token = uuid.uuid4().hex
+                rec.handed_over = False
+                rec.lease_ms = job.options.lease_ms
+                rec.expires_ms = now + rec.lease_ms
+                rec.run = rec.run.replace(
+                    instance=instance,
+                    attempt=rec.run.attempt + 1,
+                    fencing=book.fencing,
+                    started_at=ms_to_datetime(now),
+                )
+                won.append(ClaimResult(Outcome.WON, self._grant(rec)))
+        return won
+
+    def mark(self, job: str) -> int | None:
+        with self._lock:
+            return self._book(job).mark
+
+    def history(self, job: str, limit: int) -> list[Run]:
+        with self._lock:
+            book = self._books.get(job)
+            runs = [r.run for r in book.runs.values()] if book else []
+        runs.sort(key=lambda r: (r.slot_ms, r.manual), reverse=True)
+        return runs[:limit]
+
+    def _trim(self, book: _Book, job: Job, now: int) -> None:
+        size, ttl = job.options.history_size, job.options.history_ttl_ms
+        keys = sorted(book.runs, reverse=True)
+        for key in keys[size:]:
+            if book.runs[key].run.status is not RunStatus.RUNNING:
+                del book.runs[key]
+        if ttl is not None:
+            for key in keys[:size]:
+                rec = book.runs.get(key)
+                if rec and rec.run.status is not RunStatus.RUNNING and key[0] < now - ttl:
+                    del book.runs[key]
+
+
+class MemoryBackend(Backend):
+    """A lease backend in this process's memory (``memory://``).
+
+    For tests, examples and single-process use. Each object is one instance;
+    pass the same ``store`` to several to race them.
+    """
+
+    name: ClassVar[str] = "memory"
+    url_schemes: ClassVar[tuple[str, ...]] = ("memory",)
+    capabilities: ClassVar[Capabilities] = Capabilities(lease=True, history_ttl=True, multi_process=False)
+
+    def __init__(self, store: MemoryStore | None = None) -> None:
+        self.store = store if store is not None else MemoryStore()
+
+    @classmethod
+    def from_url(cls, url: str) -> MemoryBackend:
+        return cls()
+
+    def __repr__(self) -> str:
+        return f"MemoryBackend(store=<MemoryStore at {id(self.store):#x}>)"
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        return [self.store.claim(c) for c in claims]
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        return self.store.finish(grant, run)
+
+    async def history(self, job: str, limit: int = 100) -> list[Run]:
+        return self.store.history(job, limit)
+
+    async def now_ms(self) -> int:
+        return self.store.clock()
+
+    async def renew(self, grants: Sequence[Grant]) -> list[bool]:
+        return [self.store.renew(g) for g in grants]
+
+    async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
+        return [r for job in jobs for r in self.store.take_over(job, instance)]
+
+    async def hand_over(self, grant: Grant) -> bool:
+        return self.store.hand_over(grant)
+
+    async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
+        return {job.name: self.store.mark(job.name) for job in jobs}

@@ -1,0 +1,140 @@
+"""The history record of one run, and the context a job function receives."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .job import Job
+
+__all__ = ["Run", "RunContext", "RunStatus", "datetime_to_ms", "ms_to_datetime"]
+
+
+class RunStatus(str, enum.Enum):
+    """Where a run ended up. A ``str`` so records compare and serialise as text."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed-out"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+    ABANDONED = "abandoned"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def final(self) -> bool:
+        return self is not RunStatus.RUNNING
+
+
+def ms_to_datetime(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def datetime_to_ms(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        raise ValueError(f"{moment!r} is naive; pass an aware datetime (for example with tzinfo=timezone.utc)")
+    return round(moment.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of one slot of one job, as history keeps it.
+
+    A slot has one record: a take-over updates it (``attempt`` grows, the
+    instance changes), it is not a second record. Times are the runner's
+    clock in UTC.
+    """
+
+    job: str
+    slot_ms: int
+    status: RunStatus
+    instance: str
+    attempt: int = 1
+    fencing: int | None = None
+    manual: bool = False
+    catch_up: bool = False
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    duration_ms: int | None = None
+    error: str | None = None
+    missed: int = 0
+
+    @property
+    def slot(self) -> datetime:
+        return ms_to_datetime(self.slot_ms)
+
+    def replace(self, **changes: Any) -> Run:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data, the shape ``anarchon history --json`` prints."""
+        return {
+            "job": self.job,
+            "slot": self.slot.isoformat(),
+            "slot_ms": self.slot_ms,
+            "status": self.status.value,
+            "instance": self.instance,
+            "attempt": self.attempt,
+            "fencing": self.fencing,
+            "manual": self.manual,
+            "catch_up": self.catch_up,
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "duration_ms": self.duration_ms,
+            "error": self.error,
+            "missed": self.missed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Run:
+        """Inverse of :meth:`to_dict`; backends that store JSON use it."""
+
+        def moment(value: str | None) -> datetime | None:
+            return datetime.fromisoformat(value) if value else None
+
+        return cls(
+            job=data["job"],
+            slot_ms=int(data["slot_ms"]),
+            status=RunStatus(data["status"]),
+            instance=data["instance"],
+            attempt=int(data.get("attempt", 1)),
+            fencing=data.get("fencing"),
+            manual=bool(data.get("manual", False)),
+            catch_up=bool(data.get("catch_up", False)),
+            started_at=moment(data.get("started_at")),
+            finished_at=moment(data.get("finished_at")),
+            duration_ms=data.get("duration_ms"),
+            error=data.get("error"),
+            missed=int(data.get("missed", 0)),
+        )
+
+
+@dataclass
+class RunContext:
+    """What a job function may take as its one argument.
+
+    ``lease_lost`` turns true when this instance no longer owns the run (its
+    lease was taken over or could not be renewed in time); a sync job should
+    check it between steps, an async job is also cancelled.
+    """
+
+    job: Job
+    slot_ms: int
+    instance: str
+    attempt: int = 1
+    fencing: int | None = None
+    manual: bool = False
+    catch_up: bool = False
+    missed: int = 0
+    lease_lost: bool = False
+
+    @property
+    def slot(self) -> datetime:
+        return ms_to_datetime(self.slot_ms)
