@@ -50,8 +50,9 @@ import enum
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from .options import JobOptions, resolve_options
 from .run import Run
 
 if TYPE_CHECKING:
@@ -194,6 +195,15 @@ class Backend(abc.ABC):
         """Release what :meth:`start` opened; never close a caller's connection."""
 
     # -- jobs -------------------------------------------------------------
+
+    def job_options(self, job: str, explicit: dict[str, Any]) -> JobOptions:
+        """Resolve a job's options for this backend's tier and check them.
+
+        The default applies :func:`anarchon.options.resolve_options` with the
+        declared :attr:`capabilities`; override only to add checks, and call
+        ``super()`` first, or the conformance suite will catch it.
+        """
+        return resolve_options(job, explicit, self.capabilities, self.name)
 
     def check_job(self, job: Job) -> None:  # noqa: B027 - optional hook
         """Raise :class:`~anarchon.errors.InvalidJobError` for options unsafe here.
