@@ -1,0 +1,3 @@
+"""pytest plugin entry point of the conformance suite (work in progress)."""
+
+from __future__ import annotations
