@@ -1,1 +1,88 @@
-"""anarchon: distributed cron (bootstrap stub, replaced by the lead)."""
+"""anarchon: distributed cron for Python.
+
+Every instance of an application runs the same :class:`Scheduler`; for each
+scheduled time of a job exactly one instance runs it, refereed by a backend
+the team already operates. Backend classes of other distributions resolve
+lazily (``from anarchon import RedisBackend``), so importing anarchon never
+imports a client library it does not need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from .clock import Clock, SkewedClock, SystemClock
+from .errors import (
+    AnarchonError,
+    BackendNotInstalledError,
+    BackendUnavailableError,
+    InvalidJobError,
+    JobNotFoundError,
+    UnsupportedOptionError,
+)
+from .hookspecs import hookimpl
+from .job import Job
+from .memory import MemoryBackend, MemoryStore
+from .options import JobOptions
+from .plugins import FIRST_PARTY, install_hint
+from .run import Run, RunContext, RunStatus
+from .scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from anarchon_nats import NatsBackend
+    from anarchon_postgres import PostgresBackend
+    from anarchon_rabbitmq import RabbitMQBackend
+    from anarchon_redis import RedisBackend
+    from anarchon_sqlite import SQLiteBackend
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnarchonError",
+    "Backend",
+    "BackendNotInstalledError",
+    "BackendUnavailableError",
+    "Capabilities",
+    "Claim",
+    "ClaimResult",
+    "Clock",
+    "Grant",
+    "InvalidJobError",
+    "Job",
+    "JobNotFoundError",
+    "JobOptions",
+    "MemoryBackend",
+    "MemoryStore",
+    "NatsBackend",
+    "Outcome",
+    "PostgresBackend",
+    "RabbitMQBackend",
+    "RedisBackend",
+    "Run",
+    "RunContext",
+    "RunStatus",
+    "SQLiteBackend",
+    "Scheduler",
+    "SkewedClock",
+    "SystemClock",
+    "UnsupportedOptionError",
+    "hookimpl",
+]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, distribution = FIRST_PARTY[name]
+    except KeyError:
+        raise AttributeError(f"module 'anarchon' has no attribute {name!r}") from None
+    try:
+        package = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] != module:
+            raise  # the backend is installed but one of its own dependencies is not
+        raise BackendNotInstalledError(
+            f"{name} lives in the {distribution} distribution, which is not installed: {install_hint(distribution)}"
+        ) from exc
+    return getattr(package, name)

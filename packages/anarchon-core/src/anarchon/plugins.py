@@ -1,0 +1,164 @@
+"""The plugin manager: backend discovery and observer calls.
+
+Backends and observers arrive through the entry-point group ``anarchon``
+(loaded by pluggy) or ``Scheduler(plugins=[...])``. Backend classes are keyed
+by their declared ``name`` and URL schemes; first-party backends that are not
+installed are still known by name, so the error can say what to install.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import logging
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .backend import Backend
+from .errors import BackendNotInstalledError
+from .urls import redact_url, url_scheme
+
+__all__ = ["FIRST_PARTY", "PluginManager", "install_hint"]
+
+log = logging.getLogger("anarchon.plugins")
+
+#: Class name -> (import package, distribution) of the backends this project ships.
+FIRST_PARTY: dict[str, tuple[str, str]] = {
+    "SQLiteBackend": ("anarchon_sqlite", "anarchon-sqlite"),
+    "RedisBackend": ("anarchon_redis", "anarchon-redis"),
+    "PostgresBackend": ("anarchon_postgres", "anarchon-postgres"),
+    "RabbitMQBackend": ("anarchon_rabbitmq", "anarchon-rabbitmq"),
+    "NatsBackend": ("anarchon_nats", "anarchon-nats"),
+}
+
+#: URL scheme -> distribution that provides it, for the "not installed" message.
+SCHEME_DISTRIBUTIONS: dict[str, str] = {
+    "memory": "anarchon-core",
+    "sqlite": "anarchon-sqlite",
+    "redis": "anarchon-redis",
+    "rediss": "anarchon-redis",
+    "postgresql": "anarchon-postgres",
+    "postgres": "anarchon-postgres",
+    "amqp": "anarchon-rabbitmq",
+    "amqps": "anarchon-rabbitmq",
+    "nats": "anarchon-nats",
+    "tls": "anarchon-nats",
+}
+
+DISABLE_ENV = "ANARCHON_DISABLE_PLUGINS"
+
+
+def install_hint(distribution: str) -> str:
+    return f"pip install {distribution}"
+
+
+@functools.cache
+def _entry_point_plugins() -> dict[str, tuple[object | None, str]]:
+    """Load the group once per process: every Scheduler shares the modules."""
+    loaded: dict[str, tuple[object | None, str]] = {}
+    for ep in importlib.metadata.entry_points(group=hookspecs.PROJECT):
+        try:
+            loaded[ep.name] = (ep.load(), "")
+        except Exception as exc:
+            loaded[ep.name] = (None, f"{type(exc).__name__}: {exc}")
+            log.warning("anarchon plugin %r (%s) failed to load and is ignored: %s", ep.name, ep.value, exc)
+    return loaded
+
+
+class PluginManager:
+    """pluggy's manager with anarchon's hooks, entry points and backend registry."""
+
+    def __init__(self, plugins: Iterable[object] = (), *, entry_points: bool = True) -> None:
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        for name in filter(None, (n.strip() for n in os.environ.get(DISABLE_ENV, "").split(","))):
+            self._pm.set_blocked(name)
+        #: Entry points that failed to load, by name, with the error: shown by
+        #: ``anarchon backends`` instead of breaking every scheduler.
+        self.broken: dict[str, str] = {}
+        if entry_points:
+            self._load_entry_points()
+        else:
+            from . import _memory_plugin
+
+            self._pm.register(_memory_plugin, name="memory")
+        for plugin in plugins:
+            self.register(plugin)
+        self._backends: dict[str, type[Backend]] | None = None
+
+    def _load_entry_points(self) -> None:
+        for name, (plugin, error) in _entry_point_plugins().items():
+            if self._pm.is_blocked(name) or self._pm.get_plugin(name) is not None:
+                continue
+            if plugin is None:
+                self.broken[name] = error
+                continue
+            self._pm.register(plugin, name=name)
+        self._pm.check_pending()
+
+    def register(self, plugin: object) -> None:
+        self._pm.register(plugin)
+        self._pm.check_pending()
+        self._backends = None
+
+    @property
+    def pluggy(self) -> pluggy.PluginManager:
+        return self._pm
+
+    # -- backends ------------------------------------------------------------
+
+    def backends(self) -> dict[str, type[Backend]]:
+        """Installed backend classes by name; two plugins claiming one name is an error."""
+        if self._backends is None:
+            found: dict[str, type[Backend]] = {}
+            for classes in self._pm.hook.anarchon_register_backends():
+                for cls in classes:
+                    other = found.get(cls.name)
+                    if other is not None and other is not cls:
+                        raise RuntimeError(
+                            f"two plugins register a backend named {cls.name!r}: "
+                            f"{other.__module__}.{other.__qualname__} and {cls.__module__}.{cls.__qualname__}; "
+                            f"uninstall one, or block it with {DISABLE_ENV}=<plugin name>"
+                        )
+                    found[cls.name] = cls
+            self._backends = found
+        return self._backends
+
+    def schemes(self) -> dict[str, type[Backend]]:
+        return {scheme: cls for cls in self.backends().values() for scheme in cls.url_schemes}
+
+    def backend_from_url(self, url: str) -> Backend:
+        scheme = url_scheme(url)
+        cls = self.schemes().get(scheme)
+        if cls is None:
+            installed = ", ".join(sorted(self.schemes())) or "none"
+            wanted = SCHEME_DISTRIBUTIONS.get(scheme)
+            hint = (
+                f"; {install_hint(wanted)} provides it"
+                if wanted
+                else "; no known distribution provides it, check the URL"
+            )
+            raise BackendNotInstalledError(
+                f"no installed backend handles {redact_url(url)!r} (scheme {scheme!r}); "
+                f"installed schemes: {installed}{hint}"
+            )
+        return cls.from_url(url)
+
+    # -- observers -----------------------------------------------------------
+
+    def notify(self, hook: str, **kwargs: Any) -> None:
+        """Call every implementation of an observer hook, each on its own.
+
+        An observer that raises is logged and skipped; the others still run and
+        scheduling never sees the exception.
+        """
+        caller = getattr(self._pm.hook, hook)
+        for impl in caller.get_hookimpls():
+            try:
+                impl.function(*[kwargs[arg] for arg in impl.argnames])
+            except Exception:
+                log.exception("observer %s.%s failed; scheduling goes on", impl.plugin_name, hook)

@@ -1,0 +1,692 @@
+"""The scheduler: one timer for every job, claims through the backend, runs.
+
+One task keeps a heap of (claim time, slot) entries, however many jobs there
+are; a job costs a heap entry, not a sleeping task. Slots that come due
+together are claimed in one backend call. A backend that fails never raises
+into the application: the slot is not run here (an unknown answer is never a
+win), the scheduler backs off, and on a lease backend catches up once the
+backend answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import heapq
+import logging
+import os
+import random
+import secrets
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType, TracebackType
+from typing import Any, TypeVar
+
+from .backend import Backend, Claim, ClaimResult, Grant, Outcome
+from .clock import Clock, SystemClock
+from .errors import AnarchonError, BackendNotInstalledError, JobNotFoundError
+from .job import Job, JobFunc
+from .options import check_job_name
+from .plugins import PluginManager, install_hint
+from .run import Run, RunContext, RunStatus, ms_to_datetime
+
+__all__ = ["Scheduler"]
+
+log = logging.getLogger("anarchon")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_BACKEND = "sqlite:///anarchon.sqlite3"
+BACKEND_ENV = "ANARCHON_BACKEND"
+
+#: Claims due within this many ms of each other share one backend call.
+COALESCE_MS = 5
+#: Longest pause between take-over polls on a lease backend.
+TAKE_OVER_POLL_MS = 1000
+#: Back-off after a failed backend call, doubling up to the maximum.
+BACKOFF_MIN_MS, BACKOFF_MAX_MS = 200, 30_000
+SKEW_CHECK_EVERY_MS = 60_000
+
+
+def _default_instance_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class _Active:
+    """A run this instance is executing."""
+
+    job: Job
+    grant: Grant
+    context: RunContext
+    #: Monotonic time (s) after which the lease must be presumed lost.
+    lease_deadline: float
+    task: asyncio.Task[Run | None] | None = None
+    handed_over: bool = False
+    cancelled_by_stop: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Scheduler:
+    """Runs each slot of each job on exactly one instance.
+
+    ``backend`` is a :class:`~anarchon.backend.Backend`, a URL whose scheme
+    names one (``"redis://cache:6379/0"``), or ``None`` for the
+    ``ANARCHON_BACKEND`` environment variable, else ``sqlite:///anarchon.sqlite3``.
+    ``clock`` exists for tests and the fault harness.
+    """
+
+    def __init__(
+        self,
+        backend: Backend | str | None = None,
+        *,
+        instance_id: str | None = None,
+        plugins: Iterable[object] = (),
+        clock: Clock | None = None,
+    ) -> None:
+        self._plugins = PluginManager(plugins)
+        self.backend = self._resolve_backend(backend)
+        self.instance_id = instance_id or _default_instance_id()
+        self.clock: Clock = clock or SystemClock()
+        self._jobs: dict[str, Job] = {}
+        self._explicit: dict[str, dict[str, Any]] = {}
+        self._generation: dict[str, int] = {}
+        self._heap: list[tuple[int, int, str, int, int]] = []
+        self._seq = 0
+        self._active: dict[tuple[str, int, bool], _Active] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._started = False
+        self._stopping = False
+        self._wake: asyncio.Event | None = None
+        self._backend_open = False
+        self._degraded = False
+        self._backoff_ms = BACKOFF_MIN_MS
+        self._catch_up_pending = False
+        self._last_skew_check = 0.0
+
+    def _resolve_backend(self, backend: Backend | str | None) -> Backend:
+        if isinstance(backend, Backend):
+            return backend
+        if backend is None:
+            backend = os.environ.get(BACKEND_ENV)
+            if not backend:
+                if "sqlite" not in self._plugins.schemes():
+                    raise BackendNotInstalledError(
+                        "no backend given: pass Scheduler(backend=...) or set "
+                        f"{BACKEND_ENV}; for the embedded default, {install_hint('anarchon-sqlite')}"
+                    )
+                backend = DEFAULT_BACKEND
+        if isinstance(backend, str):
+            return self._plugins.backend_from_url(backend)
+        raise TypeError(f"backend must be a Backend, a URL string or None, not {type(backend).__name__}")
+
+    def __repr__(self) -> str:
+        return f"Scheduler(backend={self.backend!r}, instance_id={self.instance_id!r}, jobs={len(self._jobs)})"
+
+    # -- jobs ------------------------------------------------------------------
+
+    @property
+    def jobs(self) -> Mapping[str, Job]:
+        return MappingProxyType(self._jobs)
+
+    @property
+    def plugins(self) -> PluginManager:
+        return self._plugins
+
+    def build_job(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
+        """Check a job against this scheduler's backend without adding it."""
+        check_job_name(name)
+        resolved = self.backend.job_options(name, options)
+        job = Job(name, cron, func, resolved)
+        self.backend.check_job(job)
+        return job
+
+    def add(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
+        """Register a job; every option is checked here, before anything runs."""
+        if name in self._jobs:
+            raise ValueError(f"a job named {name!r} is already added; remove() it first or pick another name")
+        job = self.build_job(name, cron, func, **options)
+        self._jobs[name] = job
+        self._explicit[name] = options
+        self._generation[name] = self._generation.get(name, 0) + 1
+        if self._started and not self._stopping:
+            self._schedule_next(job, self.clock.now_ms())
+            self._spawn(self._prepare([job]))
+            if self._wake is not None:
+                self._wake.set()
+        return job
+
+    def job(self, cron: str, name: str | None = None, **options: Any) -> Callable[[F], F]:
+        """Decorator form of :meth:`add`; the name defaults to the function's."""
+
+        def register(func: F) -> F:
+            self.add(name or func.__name__, cron, func, **options)
+            return func
+
+        return register
+
+    def remove(self, name: str) -> Job:
+        """Unregister a job; a run already started finishes normally."""
+        try:
+            job = self._jobs.pop(name)
+            self._explicit.pop(name, None)
+        except KeyError:
+            raise JobNotFoundError(self._not_found(name)) from None
+        self._generation[name] += 1
+        return job
+
+    def use_backend(self, backend: Backend | str) -> None:
+        """Point a scheduler that is not started at another backend.
+
+        Every job is checked again against the new backend's tier, and none is
+        kept unless all pass (``anarchon --backend`` relies on this).
+        """
+        if self._started:
+            raise RuntimeError("use_backend() needs a stopped scheduler; stop() it first")
+        previous = self.backend
+        self.backend = self._resolve_backend(backend)
+        try:
+            self._jobs = {
+                name: self.build_job(name, job.cron, job.func, **self._explicit[name])
+                for name, job in self._jobs.items()
+            }
+        except BaseException:
+            self.backend = previous
+            raise
+
+    def _job(self, name: str) -> Job:
+        try:
+            return self._jobs[name]
+        except KeyError:
+            raise JobNotFoundError(self._not_found(name)) from None
+
+    def _not_found(self, name: str) -> str:
+        known = ", ".join(sorted(self._jobs)) or "none"
+        return f"no job named {name!r} on this scheduler; jobs: {known}"
+
+    def next_slot(self, name: str) -> datetime:
+        return ms_to_datetime(self._job(name).next_slot_ms(self.clock.now_ms()))
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to the backend and begin scheduling every job."""
+        if self._started:
+            return
+        await self._open_backend()
+        jobs = list(self._jobs.values())
+        try:
+            await self._prepare(jobs, raise_errors=True)
+        except BaseException:
+            await self._close_backend()
+            raise
+        self._started = True
+        self._stopping = False
+        self._wake = asyncio.Event()
+        now = self.clock.now_ms()
+        for job in jobs:
+            self._schedule_next(job, now)
+        self._spawn(self._timer_loop())
+        if self.backend.capabilities.lease:
+            await self._catch_up()
+            self._spawn(self._take_over_loop())
+        self._spawn(self._check_skew())
+        log.info("anarchon started: instance %s, %d jobs, backend %r", self.instance_id, len(jobs), self.backend)
+        self._plugins.notify("anarchon_scheduler_started", scheduler=self)
+
+    async def stop(self, grace_ms: int = 10_000) -> None:
+        """Stop claiming; give running jobs ``grace_ms`` to finish, then cancel.
+
+        On a lease backend, runs of jobs with ``hand_over`` are released so a
+        backup instance takes them over at once.
+        """
+        if not self._started or self._stopping:
+            return
+        self._stopping = True
+        if self._wake is not None:
+            self._wake.set()
+        waiters = [asyncio.ensure_future(a.done.wait()) for a in self._active.values()]
+        if waiters:
+            _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)
+            for waiter in late:
+                waiter.cancel()
+        for active in list(self._active.values()):
+            if active.task is not None and not active.task.done():
+                active.cancelled_by_stop = True
+                active.context.lease_lost = True
+                active.task.cancel()
+        for active in list(self._active.values()):
+            await active.done.wait()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self._heap.clear()
+        await self._close_backend()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+        self._started = False
+        log.info("anarchon stopped: instance %s", self.instance_id)
+        self._plugins.notify("anarchon_scheduler_stopped", scheduler=self)
+
+    async def __aenter__(self) -> Scheduler:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    def run(self, grace_ms: int = 10_000) -> None:
+        """Run until SIGINT or SIGTERM, then stop gracefully. Blocks."""
+        asyncio.run(self._serve(grace_ms))
+
+    async def _serve(self, grace_ms: int) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        try:
+            await stop.wait()
+        finally:
+            await self.stop(grace_ms)
+
+    async def _open_backend(self) -> None:
+        if not self._backend_open:
+            await self.backend.start()
+            self._backend_open = True
+
+    async def _close_backend(self) -> None:
+        if self._backend_open:
+            self._backend_open = False
+            await self.backend.close()
+
+    @contextlib.asynccontextmanager
+    async def _connected(self) -> Any:
+        """The backend, opened for this call when the scheduler is not started."""
+        if self._backend_open:
+            yield self.backend
+            return
+        await self._open_backend()
+        try:
+            yield self.backend
+        finally:
+            await self._close_backend()
+
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _prepare(self, jobs: list[Job], *, raise_errors: bool = False) -> None:
+        if not jobs:
+            return
+        try:
+            await self.backend.prepare(jobs)
+        except Exception as exc:
+            if raise_errors:
+                raise
+            self._backend_failed("prepare", exc)
+
+    # -- history ---------------------------------------------------------------
+
+    async def history(self, name: str, limit: int = 100) -> list[Run]:
+        """The job's runs, newest first (works before start() too)."""
+        check_job_name(name)
+        async with self._connected() as backend:
+            runs: list[Run] = await backend.history(name, limit)
+            return runs
+
+    async def last_run(self, name: str) -> Run | None:
+        check_job_name(name)
+        async with self._connected() as backend:
+            run: Run | None = await backend.last_run(name)
+            return run
+
+    async def run_now(self, name: str) -> Run:
+        """Run the job now on this instance, through the backend, and return the finished run."""
+        job = self._job(name)
+        async with self._connected():
+            slot_ms = self.clock.now_ms()
+            for _ in range(5):
+                claim = self._claim(job, slot_ms, manual=True)
+                (result,) = await self.backend.claim([claim])
+                if result.outcome is Outcome.WON and result.grant is not None:
+                    run = await self._execute(job, result.grant)
+                    if run is None:
+                        raise AnarchonError(f"run_now({name!r}): this instance lost the lease during the run")
+                    return run
+                if result.outcome is Outcome.SKIPPED:
+                    self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot_ms, reason="overlap")
+                    return result.record or Run(
+                        job=name, slot_ms=slot_ms, status=RunStatus.SKIPPED, instance=self.instance_id, manual=True
+                    )
+                if result.outcome is Outcome.UNKNOWN:
+                    break
+                slot_ms += 1  # another instance ran it in the same millisecond
+            raise AnarchonError(f"run_now({name!r}): the backend did not grant a manual run; try again")
+
+    # -- the timer -----------------------------------------------------------------
+
+    def _schedule_next(self, job: Job, after_ms: int) -> None:
+        slot = job.next_slot_ms(after_ms)
+        jitter = random.randrange(job.options.jitter_ms) if job.options.jitter_ms else 0
+        self._seq += 1
+        heapq.heappush(self._heap, (slot + jitter, self._seq, job.name, slot, self._generation[job.name]))
+
+    async def _timer_loop(self) -> None:
+        assert self._wake is not None
+        while not self._stopping:
+            now = self.clock.now_ms()
+            if not self._heap or self._heap[0][0] > now:
+                delay = (self._heap[0][0] - now) / 1000 if self._heap else None
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                continue
+            due: list[Claim] = []
+            while self._heap and self._heap[0][0] <= now + COALESCE_MS and self._heap[0][3] <= now:
+                _, _, name, slot, generation = heapq.heappop(self._heap)
+                job = self._jobs.get(name)
+                if job is None or self._generation[name] != generation:
+                    continue
+                self._schedule_next(job, slot)
+                if now > slot + job.options.max_late_ms:
+                    log.warning("job %s: slot %s reached %d ms late; skipped", name, ms_to_datetime(slot), now - slot)
+                    self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot, reason="late")
+                    continue
+                due.append(self._claim(job, slot))
+            if due:
+                self._spawn(self._claim_and_run(due))
+            await asyncio.sleep(0)
+
+    def _claim(self, job: Job, slot_ms: int, *, manual: bool = False, catch_up: bool = False, missed: int = 0) -> Claim:
+        return Claim(
+            job=job,
+            slot_ms=slot_ms,
+            instance=self.instance_id,
+            token=uuid.uuid4().hex,
+            now_ms=self.clock.now_ms(),
+            manual=manual,
+            catch_up=catch_up,
+            missed=missed,
+        )
+
+    async def _claim_and_run(self, claims: list[Claim]) -> None:
+        results = await self._decide(claims)
+        for claim, result in zip(claims, results):
+            self._dispatch(claim.job, claim.slot_ms, result)
+
+    async def _decide(self, claims: list[Claim]) -> list[ClaimResult]:
+        """Claim, retrying with the same tokens where the backend recognises them."""
+        retry = self.backend.capabilities.idempotent_claim
+        delay = BACKOFF_MIN_MS / 1000
+        while True:
+            try:
+                results = await self.backend.claim(claims)
+            except Exception as exc:
+                self._backend_failed("claim", exc)
+                deadline = min(c.slot_ms + c.job.options.max_late_ms for c in claims)
+                if not retry or self._stopping or self.clock.now_ms() + delay * 1000 >= deadline:
+                    return [ClaimResult(Outcome.UNKNOWN) for _ in claims]
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            self._backend_ok()
+            return results
+
+    def _dispatch(self, job: Job, slot_ms: int, result: ClaimResult) -> None:
+        if result.outcome is Outcome.WON and result.grant is not None:
+            self._spawn(self._execute(job, result.grant))
+        elif result.outcome is Outcome.SKIPPED:
+            self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot_ms, reason="overlap")
+        else:
+            reason = "unknown" if result.outcome is Outcome.UNKNOWN else "lost"
+            self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=slot_ms, reason=reason)
+
+    # -- running -----------------------------------------------------------------
+
+    async def _execute(self, job: Job, grant: Grant) -> Run | None:
+        """Run one granted slot to its end; the finished record, or None if the lease was lost."""
+        lease = self.backend.capabilities.lease
+        ctx = RunContext(
+            job=job,
+            slot_ms=grant.slot_ms,
+            instance=self.instance_id,
+            attempt=grant.attempt,
+            fencing=grant.fencing,
+            manual=grant.manual,
+            catch_up=grant.catch_up,
+            missed=grant.missed,
+        )
+        key = (job.name, grant.slot_ms, grant.manual)
+        active = _Active(job, grant, ctx, lease_deadline=time.monotonic() + grant.lease_ms / 1000)
+        self._active[key] = active
+        renewer = self._spawn(self._renew(active)) if lease else None
+        started_ms = self.clock.now_ms()
+        self._plugins.notify("anarchon_run_started", scheduler=self, job=job, context=ctx)
+        status, error = RunStatus.SUCCEEDED, None
+        active.task = asyncio.ensure_future(self._call(job, ctx))
+        try:
+            timeout = job.options.timeout_ms / 1000 if job.options.timeout_ms else None
+            await asyncio.wait_for(asyncio.shield(active.task), timeout)
+        except asyncio.TimeoutError:
+            active.task.cancel()
+            status, error = RunStatus.TIMED_OUT, f"TimeoutError: no result within timeout_ms={job.options.timeout_ms}"
+        except asyncio.CancelledError:
+            status = RunStatus.CANCELLED
+            if not active.task.done():
+                active.task.cancel()
+        except Exception as exc:
+            status, error = RunStatus.FAILED, _error_text(exc)
+            log.error("job %s, slot %s failed", job.name, ctx.slot, exc_info=exc)
+        try:
+            if status is RunStatus.CANCELLED and active.cancelled_by_stop and lease and job.options.hand_over:
+                await self._hand_over(active)
+                return None
+            if ctx.lease_lost and not active.cancelled_by_stop:
+                self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=grant.slot_ms, reason="stale")
+                return None
+            finished_ms = self.clock.now_ms()
+            run = Run(
+                job=job.name,
+                slot_ms=grant.slot_ms,
+                status=status,
+                instance=self.instance_id,
+                attempt=grant.attempt,
+                fencing=grant.fencing,
+                manual=grant.manual,
+                catch_up=grant.catch_up,
+                started_at=ms_to_datetime(grant.started_at_ms or started_ms),
+                finished_at=ms_to_datetime(finished_ms),
+                duration_ms=max(0, finished_ms - started_ms),
+                error=error,
+                missed=grant.missed,
+            )
+            if not await self._finish(active, run):
+                return None
+            self._plugins.notify("anarchon_run_finished", scheduler=self, job=job, run=run)
+            return run
+        finally:
+            if renewer is not None:
+                renewer.cancel()
+            self._active.pop(key, None)
+            active.done.set()
+
+    async def _call(self, job: Job, ctx: RunContext) -> None:
+        args = (ctx,) if job.takes_context else ()
+        if job.is_async:
+            await job.func(*args)
+            return
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=64, thread_name_prefix="anarchon-job"
+            )
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, lambda: job.func(*args))
+
+    async def _renew(self, active: _Active) -> None:
+        """Renew every third of the lease; presume it lost at the local deadline."""
+        period = active.grant.lease_ms / 3000
+        while True:
+            await asyncio.sleep(max(0.0, min(period, active.lease_deadline - time.monotonic())))
+            if time.monotonic() >= active.lease_deadline:
+                self._lose_lease(active, "the lease could not be renewed before it expired")
+                return
+            sent = time.monotonic()
+            try:
+                (ok,) = await asyncio.wait_for(
+                    self.backend.renew([active.grant]), max(0.001, active.lease_deadline - sent)
+                )
+            except (Exception, asyncio.TimeoutError) as exc:
+                self._backend_failed("renew", exc)
+                await asyncio.sleep(min(0.1, max(0.0, active.lease_deadline - time.monotonic())))
+                continue
+            if not ok:
+                self._lose_lease(active, "another instance took the run over")
+                return
+            active.lease_deadline = sent + active.grant.lease_ms / 1000
+
+    def _lose_lease(self, active: _Active, why: str) -> None:
+        log.warning("job %s, slot %s: %s; stopping this run", active.job.name, active.context.slot, why)
+        active.context.lease_lost = True
+        if active.task is not None and not active.task.done():
+            active.task.cancel()
+
+    async def _finish(self, active: _Active, run: Run) -> bool:
+        """Record the run; keep trying while the lease holds, so a success is not run again."""
+        delay = BACKOFF_MIN_MS / 1000
+        lease = self.backend.capabilities.lease
+        attempts = 0
+        while True:
+            try:
+                ok = await self.backend.finish(active.grant, run)
+            except Exception as exc:
+                self._backend_failed("finish", exc)
+                attempts += 1
+                if (lease and active.context.lease_lost) or (not lease and attempts >= 5):
+                    log.error("job %s, slot %s: could not record the run: %s", run.job, run.slot, _error_text(exc))
+                    return False
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            self._backend_ok()
+            if not ok:
+                active.context.lease_lost = True
+                self._plugins.notify(
+                    "anarchon_claim_lost", scheduler=self, job=active.job, slot_ms=run.slot_ms, reason="stale"
+                )
+            return bool(ok)
+
+    async def _hand_over(self, active: _Active) -> None:
+        try:
+            await self.backend.hand_over(active.grant)
+            active.handed_over = True
+            log.info("job %s, slot %s: handed over on stop", active.job.name, active.context.slot)
+        except Exception as exc:
+            self._backend_failed("hand_over", exc)
+
+    # -- lease tier: take-over and catch-up ------------------------------------------------
+
+    async def _take_over_loop(self) -> None:
+        while not self._stopping:
+            jobs = list(self._jobs.values())
+            leases = [j.options.lease_ms for j in jobs] or [TAKE_OVER_POLL_MS * 3]
+            period = min(TAKE_OVER_POLL_MS, min(leases) / 3) / 1000
+            await asyncio.sleep(period * random.uniform(0.75, 1.25))
+            if not jobs or self._stopping:
+                continue
+            try:
+                results = await self.backend.take_over(jobs, self.instance_id)
+            except Exception as exc:
+                self._backend_failed("take_over", exc)
+                await asyncio.sleep(self._backoff_ms / 1000)
+                continue
+            self._backend_ok()
+            for result in results:
+                if result.grant is None or self._stopping:
+                    continue
+                job = self._jobs.get(result.grant.job)
+                if job is None:
+                    continue
+                log.info("job %s, slot %s: taken over (attempt %d)", job.name, ms_to_datetime(result.grant.slot_ms), result.grant.attempt)
+                self._spawn(self._execute(job, result.grant))
+
+    async def _catch_up(self) -> None:
+        """Run, once, the newest slot missed while no instance could claim it."""
+        self._catch_up_pending = False
+        jobs = [j for j in self._jobs.values() if j.options.catch_up_ms > 0]
+        if not jobs:
+            return
+        try:
+            marks = await self.backend.marks(jobs)
+        except Exception as exc:
+            self._backend_failed("marks", exc)
+            self._catch_up_pending = True
+            return
+        now = self.clock.now_ms()
+        claims = []
+        for job in jobs:
+            mark = marks.get(job.name)
+            if mark is None:
+                continue
+            missed, newest = job.schedule.count_between(mark, now)
+            if newest is not None and now - newest <= job.options.catch_up_ms:
+                claims.append(self._claim(job, newest, catch_up=True, missed=missed))
+        if claims:
+            self._spawn(self._claim_and_run(claims))
+
+    async def _check_skew(self) -> None:
+        if not self.backend.capabilities.server_clock:
+            return
+        while not self._stopping:
+            try:
+                sent = self.clock.now_ms()
+                remote = await self.backend.now_ms()
+                skew = (sent + self.clock.now_ms()) // 2 - remote
+            except Exception as exc:
+                self._backend_failed("now_ms", exc)
+            else:
+                limits = [j.options.max_late_ms // 4 for j in self._jobs.values()]
+                if limits and abs(skew) > min(limits):
+                    log.warning(
+                        "this instance's clock is %d ms off the backend's (more than a quarter of max_late_ms); "
+                        "slots will be claimed early or late: synchronise the clock (NTP)",
+                        skew,
+                    )
+                    self._plugins.notify("anarchon_clock_skew", scheduler=self, backend=self.backend, skew_ms=skew)
+            await asyncio.sleep(SKEW_CHECK_EVERY_MS / 1000)
+
+    # -- backend health ------------------------------------------------------------
+
+    def _backend_failed(self, operation: str, exc: BaseException) -> None:
+        if not self._degraded:
+            log.warning("backend %r: %s failed: %s; retrying with back-off", self.backend, operation, _error_text(exc))
+        self._degraded = True
+        self._backoff_ms = min(self._backoff_ms * 2, BACKOFF_MAX_MS)
+        self._catch_up_pending = True
+        self._plugins.notify("anarchon_backend_error", scheduler=self, operation=operation, error=exc)
+
+    def _backend_ok(self) -> None:
+        if self._degraded:
+            log.info("backend %r answers again", self.backend)
+            self._degraded = False
+            self._backoff_ms = BACKOFF_MIN_MS
+            if self._catch_up_pending and self.backend.capabilities.lease and self._started and not self._stopping:
+                self._spawn(self._catch_up())
