@@ -1,0 +1,12 @@
+"""anarchon-sqlite: the embedded default backend, leases in one SQLite file per host.
+
+``SQLiteBackend("anarchon.sqlite3")`` or ``Scheduler(backend="sqlite:///anarchon.sqlite3")``.
+"""
+
+from __future__ import annotations
+
+from ._backend import SQLiteBackend
+from ._errors import DatabaseFileError
+from ._schema import SCHEMA_VERSION
+
+__all__ = ["SCHEMA_VERSION", "DatabaseFileError", "SQLiteBackend"]

@@ -1,0 +1,254 @@
+"""SQLiteBackend: leases in a WAL database file shared by the processes of one host."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import aiosqlite
+
+from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant
+from anarchon.run import Run
+
+from . import _store
+from ._errors import DatabaseFileError
+from ._schema import SYNCHRONOUS_MODES, open_store
+
+if TYPE_CHECKING:
+    from anarchon.job import Job
+
+__all__ = ["SQLiteBackend"]
+
+T = TypeVar("T")
+
+_URL_FORMS = "sqlite:///relative/path.sqlite3 or sqlite:////absolute/path.sqlite3"
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    """A lock held too long by another process: the connection itself is fine."""
+    name = getattr(exc, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc)
+
+
+async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``fn`` whole on the connection's own thread, as one queued call.
+
+    aiosqlite's ``_execute`` is its only way to hand that thread a whole
+    function; the alternative, one await per statement, would hold the write
+    lock across event-loop turns and leave it held when a caller is
+    cancelled mid-transaction.
+    """
+    result: T = await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-untyped-call]
+    return result
+
+
+class SQLiteBackend(Backend):
+    """A lease backend in one SQLite file (``sqlite:///path``), the embedded default.
+
+    Each object is one instance with one connection; objects in any number
+    of processes on one host share the file. Every claim batch, renewal,
+    take-over and finish is one ``BEGIN IMMEDIATE`` transaction; leases
+    expire on the host's clock, which all those processes share.
+
+    ``busy_timeout_ms`` is how long a call waits for another process's write
+    lock before it raises (the scheduler treats that as *unknown*: it does
+    not run the slot and tries again). ``synchronous`` is ``"normal"`` (the
+    default: a commit survives the process being killed, but the last
+    commits before a power cut or OS crash may be lost) or ``"full"`` (a
+    commit survives that too, for about 4 times the cost of each write).
+    """
+
+    name: ClassVar[str] = "sqlite"
+    url_schemes: ClassVar[tuple[str, ...]] = ("sqlite",)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        lease=True, history_ttl=True, server_clock=False, multi_process=True
+    )
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = "anarchon.sqlite3",
+        *,
+        busy_timeout_ms: int = 5000,
+        synchronous: str = "normal",
+    ) -> None:
+        raw = os.fspath(path)
+        if not isinstance(raw, str) or not raw:
+            raise ValueError(f"path={path!r} must name a database file, for example 'anarchon.sqlite3'")
+        if raw == ":memory:" or raw.startswith("file:"):
+            raise ValueError(
+                f"path={raw!r}: give SQLiteBackend a plain file path, which every instance can share; "
+                "for one process without a file use MemoryBackend (memory://)"
+            )
+        if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int) or busy_timeout_ms < 0:
+            raise ValueError(f"busy_timeout_ms={busy_timeout_ms!r} must be an integer >= 0, for example 5000")
+        if synchronous not in SYNCHRONOUS_MODES:
+            raise ValueError(
+                f"synchronous={synchronous!r} must be 'normal' (the default: fast, survives a killed process) "
+                "or 'full' (also survives a power cut, slower writes)"
+            )
+        self.path = os.path.abspath(raw)
+        self.busy_timeout_ms = busy_timeout_ms
+        self.synchronous = synchronous
+        self._conn: aiosqlite.Connection | None = None
+        self._broken = False
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteBackend:
+        """``sqlite:///relative/path`` (from the working directory) or ``sqlite:////absolute/path``.
+
+        Options go in the query: ``?busy_timeout_ms=10000&synchronous=full``.
+        """
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in cls.url_schemes:
+            raise ValueError(f"{url!r} is not a sqlite URL; use {_URL_FORMS}")
+        if parts.netloc:
+            raise ValueError(
+                f"{url!r} names a host ({parts.netloc!r}); SQLite has none: use {_URL_FORMS} (three slashes, "
+                "or four for an absolute path)"
+            )
+        path = unquote(parts.path[1:])
+        if not path:
+            raise ValueError(f"{url!r} names no file; use {_URL_FORMS}")
+        options: dict[str, str] = {}
+        for key, value in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query)):
+            if key not in ("busy_timeout_ms", "synchronous"):
+                raise ValueError(f"{url!r}: unknown option {key!r}; the options are busy_timeout_ms and synchronous")
+            options[key] = value
+        busy = options.get("busy_timeout_ms", "5000")
+        if not busy.isdigit():
+            raise ValueError(f"{url!r}: busy_timeout_ms={busy!r} must be an integer >= 0, for example 5000")
+        return cls(path, busy_timeout_ms=int(busy), synchronous=options.get("synchronous", "normal").lower())
+
+    def __repr__(self) -> str:
+        return f"SQLiteBackend(path={self.path!r}, synchronous={self.synchronous!r})"
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def _check_path(self) -> None:
+        """Catch the usual mistakes before SQLite reports them as 'unable to open'."""
+        path = Path(self.path)
+        folder = path.parent
+        if not folder.is_dir():
+            raise DatabaseFileError(
+                f"cannot open SQLite database {path}: folder {folder} does not exist; create it "
+                f"(mkdir -p {folder}) or pass another path",
+                path=self.path,
+            )
+        if path.is_dir():
+            raise DatabaseFileError(
+                f"cannot open SQLite database {path}: it is a folder; pass a file path such as "
+                f"{path / 'anarchon.sqlite3'}",
+                path=self.path,
+            )
+        # WAL mode creates path-wal and path-shm beside the file, so the folder must be writable too.
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise DatabaseFileError(
+                f"cannot write SQLite database {path}: this user may not write folder {folder}, where SQLite "
+                f"keeps the file and its {path.name}-wal and {path.name}-shm companions; give it write "
+                "permission there, or pass a path in a folder it owns",
+                path=self.path,
+            )
+        if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+            raise DatabaseFileError(
+                f"cannot write SQLite database {path}: this user may not read and write it; give it "
+                f"permission (chmod u+rw {path}) or pass another path",
+                path=self.path,
+            )
+
+    async def start(self) -> None:
+        if self._conn is not None and not self._broken:
+            return
+        await self._open()
+
+    async def _open(self) -> None:
+        await self._drop()
+        self._check_path()
+        try:
+            conn = await aiosqlite.connect(
+                self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, cached_statements=256
+            )
+        except sqlite3.OperationalError as exc:
+            raise self._unopenable(exc) from exc
+        try:
+            await _on_thread(conn, lambda raw: open_store(raw, self.path, self.synchronous))
+        except sqlite3.OperationalError as exc:
+            await conn.close()
+            if _is_busy(exc):
+                raise
+            raise self._unopenable(exc) from exc
+        except BaseException:
+            await conn.close()
+            raise
+        self._conn = conn
+        self._broken = False
+
+    def _unopenable(self, exc: sqlite3.Error) -> DatabaseFileError:
+        return DatabaseFileError(
+            f"cannot open SQLite database {self.path} ({exc}): check that its folder exists and this user "
+            "may write the file and the folder (SQLite creates -wal and -shm files there), and that the disk "
+            "is local and not full",
+            path=self.path,
+        )
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error, ValueError):  # its errors were already raised
+                await conn.close()
+
+    async def close(self) -> None:
+        await self._drop()
+        self._broken = False
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """One transaction (or read) on this instance's connection, reopened after a failure."""
+        if self._broken:
+            await self._open()
+        conn = self._conn
+        if conn is None:
+            raise RuntimeError(f"{self!r} is not started: await backend.start() first (the Scheduler does)")
+        try:
+            result = await _on_thread(conn, fn)
+        except sqlite3.Error as exc:
+            if not _is_busy(exc):
+                self._broken = True  # reopen on the next call: the contract asks backends to recover
+            raise
+        return result
+
+    # -- claiming --------------------------------------------------------------------
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        if not claims:
+            return []
+        return await self._call(lambda conn: _store.claim(conn, claims))
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        return await self._call(lambda conn: _store.finish(conn, grant, run))
+
+    async def history(self, job: str, limit: int = 100) -> list[Run]:
+        return await self._call(lambda conn: _store.history(conn, job, limit))
+
+    # -- lease tier -------------------------------------------------------------------
+
+    async def renew(self, grants: Sequence[Grant]) -> list[bool]:
+        if not grants:
+            return []
+        return await self._call(lambda conn: _store.renew(conn, grants))
+
+    async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
+        if not jobs:
+            return []
+        return await self._call(lambda conn: _store.take_over(conn, jobs, instance))
+
+    async def hand_over(self, grant: Grant) -> bool:
+        return await self._call(lambda conn: _store.hand_over(conn, grant))
+
+    async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
+        if not jobs:
+            return {}
+        return await self._call(lambda conn: _store.marks(conn, jobs))

@@ -1,0 +1,351 @@
+"""The lease rules of :mod:`anarchon.backend` as SQL, one transaction per call.
+
+Each public function runs on the connection's own thread, whole: it takes
+the write lock (``BEGIN IMMEDIATE``), reads the host clock under that lock,
+does what :class:`anarchon.memory.MemoryStore` does under its lock, and
+commits. Doing the whole transaction in one call on that thread, rather than
+statement by statement from the event loop, keeps the write lock held only
+while SQLite works, and means a cancelled caller can never leave a
+transaction open: the transaction finishes or rolls back on its own.
+
+Answers come from what this transaction read and wrote (``rowcount`` of its
+own statements), never from ``changes()``, so nothing can be mixed up with
+another caller's work.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, TypeVar
+
+from anarchon.backend import Claim, ClaimResult, Grant, Outcome
+from anarchon.run import Run, RunStatus
+
+if TYPE_CHECKING:
+    from anarchon.job import Job
+
+__all__ = [
+    "claim",
+    "finish",
+    "hand_over",
+    "history",
+    "marks",
+    "renew",
+    "take_over",
+    "wall_ms",
+]
+
+T = TypeVar("T")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_US = timedelta(microseconds=1)
+
+# The statements are spelled out whole: none is ever built from a value.
+_SELECT_RUN = (
+    "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
+    "finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over "
+    "FROM anarchon_runs WHERE job = ? AND slot_ms = ? AND manual = ?"
+)
+_SELECT_EXPIRED = (
+    "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
+    "finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over "
+    "FROM anarchon_runs WHERE job = ? AND status = 'running' AND expires_ms <= ?"
+)
+_SELECT_HISTORY = (
+    "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
+    "finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over "
+    "FROM anarchon_runs WHERE job = ? ORDER BY slot_ms DESC, manual DESC LIMIT ?"
+)
+_INSERT_RUN = (
+    "INSERT INTO anarchon_runs (job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, "
+    "started_at_us, finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# The owner's calls match job, slot_ms, manual, token of a running record.
+_RENEW = (
+    "UPDATE anarchon_runs SET expires_ms = ? + lease_ms WHERE job = ? AND slot_ms = ? AND manual = ? "
+    "AND token = ? AND status = 'running' AND handed_over = 0"
+)
+_FINISH = (
+    "UPDATE anarchon_runs SET status = ?, instance = ?, attempt = ?, fencing = ?, catch_up = ?, missed = ?, "
+    "started_at_us = ?, finished_at_us = ?, duration_ms = ?, error = ?, expires_ms = ? "
+    "WHERE job = ? AND slot_ms = ? AND manual = ? AND token = ? AND status = 'running'"
+)
+_HAND_OVER = (
+    "UPDATE anarchon_runs SET handed_over = 1, expires_ms = ? "
+    "WHERE job = ? AND slot_ms = ? AND manual = ? AND token = ? AND status = 'running'"
+)
+
+Row = tuple[
+    str, int, int, str, str, int, "int | None", int, int, "int | None", "int | None", "int | None", "str | None",
+    str, int, int, int,
+]  # fmt: skip
+
+
+def wall_ms() -> int:
+    """The host's clock: every process sharing the file reads the same one."""
+    return time.time_ns() // 1_000_000
+
+
+def _to_us(moment: datetime | None) -> int | None:
+    return None if moment is None else (moment - _EPOCH) // _US
+
+
+def _from_us(us: int | None) -> datetime | None:
+    return None if us is None else _EPOCH + us * _US
+
+
+def _run(row: Row) -> Run:
+    return Run(
+        job=row[0],
+        slot_ms=row[1],
+        manual=bool(row[2]),
+        status=RunStatus(row[3]),
+        instance=row[4],
+        attempt=row[5],
+        fencing=row[6],
+        catch_up=bool(row[7]),
+        missed=row[8],
+        started_at=_from_us(row[9]),
+        finished_at=_from_us(row[10]),
+        duration_ms=row[11],
+        error=row[12],
+    )
+
+
+def _grant(row: Row) -> Grant:
+    started_us = row[9]
+    return Grant(
+        job=row[0],
+        slot_ms=row[1],
+        instance=row[4],
+        token=row[13],
+        attempt=row[5],
+        fencing=row[6],
+        manual=bool(row[2]),
+        catch_up=bool(row[7]),
+        missed=row[8],
+        started_at_ms=round(started_us / 1000) if started_us is not None else 0,
+        lease_ms=row[14],
+    )
+
+
+def _clear(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # a rollback that failed earlier: end it before anything else
+        conn.execute("ROLLBACK")
+
+
+def transaction(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection, int], T]) -> T:
+    """Run ``body(conn, now_ms)`` as one ``BEGIN IMMEDIATE`` transaction.
+
+    ``now_ms`` is read after the write lock is held, so the transactions of
+    all processes see the clock in the order they commit.
+    """
+    _clear(conn)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = body(conn, wall_ms())
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+# -- claim ------------------------------------------------------------------------
+
+
+def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
+    opts = c.job.options
+    name = c.job.name
+    manual = int(c.manual)
+    existing: Row | None = conn.execute(_SELECT_RUN, (name, c.slot_ms, manual)).fetchone()
+    if existing is not None:
+        if existing[13] != c.token:
+            return ClaimResult(Outcome.LOST)
+        status = existing[3]
+        if status == RunStatus.SKIPPED.value:
+            return ClaimResult(Outcome.SKIPPED, record=_run(existing))
+        if status == RunStatus.RUNNING.value:
+            return ClaimResult(Outcome.WON, _grant(existing))
+        return ClaimResult(Outcome.LOST)
+
+    book = conn.execute("SELECT mark, fencing, kept FROM anarchon_jobs WHERE job = ?", (name,)).fetchone()
+    if book is None:
+        conn.execute("INSERT INTO anarchon_jobs (job) VALUES (?)", (name,))
+        mark, fencing, kept = None, 0, 0
+    else:
+        mark, fencing, kept = book
+    if not c.manual:
+        if mark is not None and c.slot_ms <= mark:
+            return ClaimResult(Outcome.LOST)
+        conn.execute(
+            "UPDATE anarchon_runs SET status = 'abandoned' WHERE job = ? AND status = 'running' "
+            "AND manual = 0 AND slot_ms < ? AND expires_ms <= ?",
+            (name, c.slot_ms, now),
+        )
+        mark = c.slot_ms
+
+    started_us = c.now_ms * 1000
+    busy = (
+        opts.overlap == "skip"
+        and conn.execute(
+            "SELECT 1 FROM anarchon_runs WHERE job = ? AND status = 'running' AND expires_ms > ? LIMIT 1", (name, now)
+        ).fetchone()
+        is not None
+    )
+    if busy:
+        row: Row = (
+            name, c.slot_ms, manual, RunStatus.SKIPPED.value, c.instance, 1, None, int(c.catch_up), c.missed,
+            started_us, started_us, 0, None, c.token, opts.lease_ms, now, 0,
+        )  # fmt: skip
+        result = ClaimResult(Outcome.SKIPPED, record=_run(row))
+    else:
+        fencing += 1
+        row = (
+            name, c.slot_ms, manual, RunStatus.RUNNING.value, c.instance, 1, fencing, int(c.catch_up), c.missed,
+            started_us, None, None, None, c.token, opts.lease_ms, now + opts.lease_ms, 0,
+        )  # fmt: skip
+        result = ClaimResult(Outcome.WON, _grant(row))
+    conn.execute(_INSERT_RUN, row)
+    kept = _trim(conn, c.job, kept + 1, now)
+    conn.execute("UPDATE anarchon_jobs SET mark = ?, fencing = ?, kept = ? WHERE job = ?", (mark, fencing, kept, name))
+    return result
+
+
+def _trim(conn: sqlite3.Connection, job: Job, kept: int, now: int) -> int:
+    """Drop finished runs beyond ``history_size`` and older than ``history_ttl_ms``.
+
+    The runs beyond the newest ``history_size`` are the oldest ``kept -
+    history_size``, read from the cheap end of the key. Returns the new count.
+    """
+    size, ttl = job.options.history_size, job.options.history_ttl_ms
+    if kept > size:
+        oldest = conn.execute(
+            "SELECT slot_ms, manual, status FROM anarchon_runs WHERE job = ? ORDER BY slot_ms, manual LIMIT ?",
+            (job.name, kept - size),
+        ).fetchall()
+        for slot_ms, manual, status in oldest:
+            if status != RunStatus.RUNNING.value:
+                conn.execute(
+                    "DELETE FROM anarchon_runs WHERE job = ? AND slot_ms = ? AND manual = ?",
+                    (job.name, slot_ms, manual),
+                )
+                kept -= 1
+    if ttl is not None:
+        cursor = conn.execute(
+            "DELETE FROM anarchon_runs WHERE job = ? AND slot_ms < ? AND status != 'running'", (job.name, now - ttl)
+        )
+        kept -= cursor.rowcount
+    return kept
+
+
+def claim(conn: sqlite3.Connection, claims: Sequence[Claim]) -> list[ClaimResult]:
+    """Decide a batch of claims, in order, in one transaction."""
+    return transaction(conn, lambda conn, now: [_claim_one(conn, c, now) for c in claims])
+
+
+# -- the owner's calls -------------------------------------------------------------------
+
+
+def _key(grant: Grant) -> tuple[str, int, int, str]:
+    return (grant.job, grant.slot_ms, int(grant.manual), grant.token)
+
+
+def renew(conn: sqlite3.Connection, grants: Sequence[Grant]) -> list[bool]:
+    def body(conn: sqlite3.Connection, now: int) -> list[bool]:
+        return [
+            conn.execute(
+                _RENEW,
+                (now, *_key(g)),
+            ).rowcount
+            == 1
+            for g in grants
+        ]
+
+    return transaction(conn, body)
+
+
+def finish(conn: sqlite3.Connection, grant: Grant, run: Run) -> bool:
+    def body(conn: sqlite3.Connection, now: int) -> bool:
+        cursor = conn.execute(
+            _FINISH,
+            (
+                run.status.value, run.instance, run.attempt, run.fencing, int(run.catch_up), run.missed,
+                _to_us(run.started_at), _to_us(run.finished_at), run.duration_ms, run.error, now, *_key(grant),
+            ),
+        )  # fmt: skip
+        return cursor.rowcount == 1
+
+    return transaction(conn, body)
+
+
+def hand_over(conn: sqlite3.Connection, grant: Grant) -> bool:
+    def body(conn: sqlite3.Connection, now: int) -> bool:
+        cursor = conn.execute(_HAND_OVER, (now, *_key(grant)))
+        return cursor.rowcount == 1
+
+    return transaction(conn, body)
+
+
+# -- the backups' calls --------------------------------------------------------------------
+
+
+def _take_over_job(conn: sqlite3.Connection, job: Job, instance: str, now: int) -> list[ClaimResult]:
+    expired: list[Row] = conn.execute(_SELECT_EXPIRED, (job.name, now)).fetchall()
+    if not expired:
+        return []
+    mark, fencing = conn.execute("SELECT mark, fencing FROM anarchon_jobs WHERE job = ?", (job.name,)).fetchone()
+    won: list[ClaimResult] = []
+    for row in expired:
+        slot_ms, manual, attempt, handed_over = row[1], row[2], row[5], row[16]
+        where = (job.name, slot_ms, manual)
+        newest = bool(manual) or slot_ms == mark
+        if not newest or (attempt >= job.options.max_attempts and not handed_over):
+            conn.execute(
+                "UPDATE anarchon_runs SET status = 'abandoned' WHERE job = ? AND slot_ms = ? AND manual = ?", where
+            )
+            continue
+        fencing += 1
+        token = uuid.uuid4().hex
+        lease_ms = job.options.lease_ms
+        conn.execute(
+            "UPDATE anarchon_runs SET instance = ?, attempt = ?, fencing = ?, started_at_us = ?, token = ?, "
+            "lease_ms = ?, expires_ms = ?, handed_over = 0 WHERE job = ? AND slot_ms = ? AND manual = ?",
+            (instance, attempt + 1, fencing, now * 1000, token, lease_ms, now + lease_ms, *where),
+        )
+        taken: Row = conn.execute(_SELECT_RUN, where).fetchone()
+        won.append(ClaimResult(Outcome.WON, _grant(taken)))
+    conn.execute("UPDATE anarchon_jobs SET fencing = ? WHERE job = ?", (fencing, job.name))
+    return won
+
+
+def take_over(conn: sqlite3.Connection, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
+    return transaction(conn, lambda conn, now: [r for job in jobs for r in _take_over_job(conn, job, instance, now)])
+
+
+# -- reads ------------------------------------------------------------------------------------
+
+
+def marks(conn: sqlite3.Connection, jobs: Sequence[Job]) -> dict[str, int | None]:
+    """Each job's mark, read in one snapshot."""
+    _clear(conn)
+    conn.execute("BEGIN")
+    try:
+        found: dict[str, int | None] = {}
+        for job in jobs:
+            row = conn.execute("SELECT mark FROM anarchon_jobs WHERE job = ?", (job.name,)).fetchone()
+            found[job.name] = row[0] if row else None
+    finally:
+        conn.execute("COMMIT")
+    return found
+
+
+def history(conn: sqlite3.Connection, job: str, limit: int) -> list[Run]:
+    rows: list[Row] = conn.execute(_SELECT_HISTORY, (job, max(limit, 0))).fetchall()
+    return [_run(row) for row in rows]
