@@ -1,0 +1,107 @@
+"""Stream names, subjects and message IDs, and the checks that keep them safe.
+
+Everything the backend sends to NATS is built here from checked parts, so a
+job name or a prefix can never become a wildcard (``*``, ``>``) or reach into
+another application's subjects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from anarchon.options import check_job_name
+from anarchon.urls import redact_url
+
+__all__ = [
+    "check_prefix",
+    "check_stream_name",
+    "claim_msg_id",
+    "claims_subject",
+    "covers",
+    "job_filter",
+    "redact_server",
+    "redact_servers",
+    "result_msg_id",
+    "results_subject",
+]
+
+_STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_PREFIX = re.compile(r"(?:[A-Za-z0-9_-]+\.)+")
+_PREFIX_MAX = 200
+
+
+def check_stream_name(stream: object) -> str:
+    if not isinstance(stream, str) or not _STREAM_NAME.fullmatch(stream):
+        raise ValueError(
+            f"stream={stream!r} is not a usable JetStream stream name: use 1 to 64 letters, digits, "
+            "'_' or '-' (no dots, spaces or wildcards), for example stream='BILLING_CRON'"
+        )
+    return stream
+
+
+def check_prefix(prefix: object) -> str:
+    if not isinstance(prefix, str) or len(prefix) > _PREFIX_MAX or not _PREFIX.fullmatch(prefix):
+        raise ValueError(
+            f"prefix={prefix!r} is not a usable subject prefix: use dot-separated tokens of letters, "
+            f"digits, '_' or '-', ending with a dot, at most {_PREFIX_MAX} characters (no wildcards "
+            "'*' or '>', no spaces, no '$'), for example prefix='billing.cron.'"
+        )
+    return prefix
+
+
+def claims_subject(prefix: str, job: str) -> str:
+    return f"{prefix}{check_job_name(job)}.claims"
+
+
+def results_subject(prefix: str, job: str) -> str:
+    return f"{prefix}{check_job_name(job)}.results"
+
+
+def job_filter(prefix: str, job: str) -> str:
+    """The one filter that matches a job's claims and results and nothing else."""
+    return f"{prefix}{check_job_name(job)}.*"
+
+
+def claim_msg_id(job: str, slot_ms: int, manual: bool) -> str:
+    """``<job>:<slot>`` as the seed says; manual runs get ``<job>:<slot>:manual``.
+
+    Job names hold no ``:``, so the two forms never meet, and a manual run
+    started in the same millisecond as a scheduled slot is still its own run.
+    """
+    return f"{check_job_name(job)}:{int(slot_ms)}:manual" if manual else f"{check_job_name(job)}:{int(slot_ms)}"
+
+
+def result_msg_id(job: str, slot_ms: int, manual: bool) -> str:
+    return f"{claim_msg_id(job, slot_ms, manual)}:result"
+
+
+def covers(pattern: str, subject: str) -> bool:
+    """Whether the stream subject ``pattern`` matches every subject ``subject`` matches."""
+    ps, ss = pattern.split("."), subject.split(".")
+    for i, p in enumerate(ps):
+        if p == ">":
+            return i < len(ss)
+        if i >= len(ss) or ss[i] == ">":
+            return False
+        if p not in ("*", ss[i]):
+            return False
+    return len(ps) == len(ss)
+
+
+def redact_server(url: str) -> str:
+    """A server URL fit for logs: password and bare tokens (``nats://TOKEN@host``) masked."""
+    redacted = redact_url(url)
+    try:
+        parts = urlsplit(redacted)
+    except ValueError:
+        return "<unparseable url>"
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if at and ":" not in userinfo:
+        return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+    return redacted
+
+
+def redact_servers(servers: Sequence[str]) -> list[str]:
+    return [redact_server(s) for s in servers]

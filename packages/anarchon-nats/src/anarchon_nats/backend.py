@@ -1,0 +1,387 @@
+"""NatsBackend: one instance wins each slot through JetStream de-duplication.
+
+Every instance publishes its claim for a slot to ``<prefix><job>.claims``
+with the header ``Nats-Msg-Id: <job>:<slot>``. Within the stream's duplicate
+window JetStream stores only the first message with an ID and answers every
+later one ``duplicate``; the stream (its leader, in a cluster) orders the
+publishes, so exactly one is first. On a duplicate the instance reads the
+stored claim and compares tokens, so a claim the client itself retried (its
+first answer was lost) is still recognised as its own.
+
+It is a claim backend: no lease, so no backup runners, overlap protection,
+catch-up or hand-over, and a run whose runner died stays ``running``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import parse_qsl, urlsplit
+
+import nats
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
+from nats.js.errors import NotFoundError, ServiceUnavailableError
+
+from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from anarchon.errors import BackendUnavailableError, InvalidJobError
+from anarchon.options import check_job_name
+
+from ._names import (
+    check_prefix,
+    check_stream_name,
+    claim_msg_id,
+    claims_subject,
+    job_filter,
+    redact_servers,
+    result_msg_id,
+    results_subject,
+)
+from ._records import decode_claim, encode_claim, encode_result, join_history
+from ._stream import StreamNeeds, ensure_stream
+
+if TYPE_CHECKING:
+    from anarchon.job import Job
+    from anarchon.run import Run
+
+__all__ = ["NatsBackend"]
+
+log = logging.getLogger("anarchon.nats")
+
+#: How long start() tries to reach a server before giving up.
+CONNECT_TIMEOUT_S = 10.0
+#: How long one JetStream request (a claim's ack, a stream lookup) may take.
+REQUEST_TIMEOUT_S = 5.0
+#: A history read that stalls this long is given up.
+READ_TIMEOUT_S = 5.0
+
+_MSG_ID = "Nats-Msg-Id"
+
+
+def _positive_int(name: str, value: object, example: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} must be a positive integer; for example {name}={example}")
+    return value
+
+
+class NatsBackend(Backend):
+    """A claim backend on NATS JetStream (``nats://``, ``tls://``).
+
+    ``servers`` is one URL or a list; ``connection`` is your own connected
+    ``nats.aio.client.Client``, which then stays yours (the backend never
+    closes or drains it, and ``servers`` is ignored). See the package README
+    for the stream it creates and the limits to know.
+    """
+
+    name: ClassVar[str] = "nats"
+    url_schemes: ClassVar[tuple[str, ...]] = ("nats", "tls")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        lease=False, history_ttl=False, server_clock=False, idempotent_claim=True, multi_process=True
+    )
+
+    def __init__(
+        self,
+        servers: str | Sequence[str] = "nats://localhost:4222",
+        connection: Client | None = None,
+        stream: str = "CRON",
+        prefix: str = "cron.",
+        duplicate_window_ms: int = 300_000,
+        history_size: int = 1000,
+        replicas: int | None = None,
+    ) -> None:
+        server_list = [servers] if isinstance(servers, str) else list(servers)
+        if not server_list or not all(isinstance(s, str) and s for s in server_list):
+            raise ValueError(
+                f"servers must be one URL or a list of URLs such as 'nats://nats.internal:4222'; got {servers!r}"
+            )
+        self.servers: list[str] = server_list
+        self.connection = connection
+        self.stream = check_stream_name(stream)
+        self.prefix = check_prefix(prefix)
+        self.duplicate_window_ms = _positive_int("duplicate_window_ms", duplicate_window_ms, 300_000)
+        self.history_size = _positive_int("history_size", history_size, 1000)
+        if replicas is not None:
+            _positive_int("replicas", replicas, 3)
+            if replicas > 5:
+                raise ValueError(f"replicas={replicas!r}: JetStream allows 1 to 5 replicas; for example replicas=3")
+        self.replicas = replicas
+        self._nc: Client | None = None
+        self._js: JetStreamContext | None = None
+        self._per_subject = 0
+        self._needed = self.history_size
+
+    @classmethod
+    def from_url(cls, url: str) -> NatsBackend:
+        """``nats://[user:pass@]host:4222[,nats://host2:4222][?stream=…&prefix=…&…]``.
+
+        Several servers are separated by commas. The query may set ``stream``,
+        ``prefix``, ``duplicate_window_ms``, ``history_size`` and ``replicas``.
+        """
+        base, _, query = url.partition("?")
+        servers = [s.strip() for s in base.split(",") if s.strip()]
+        first_scheme = urlsplit(servers[0]).scheme if servers else ""
+        if first_scheme not in cls.url_schemes:
+            raise ValueError(f"not a NATS URL: use nats://host:4222 or tls://host:4222, got scheme {first_scheme!r}")
+        servers = [s if "://" in s else f"{first_scheme}://{s}" for s in servers]
+        options: dict[str, Any] = {}
+        for key, value in parse_qsl(query, keep_blank_values=True):
+            if key in ("stream", "prefix"):
+                options[key] = value
+            elif key in ("duplicate_window_ms", "history_size", "replicas"):
+                try:
+                    options[key] = int(value)
+                except ValueError:
+                    raise ValueError(f"{key}={value!r} in the NATS URL must be an integer") from None
+            else:
+                raise ValueError(
+                    f"unknown option {key!r} in the NATS URL; the options are stream, prefix, "
+                    "duplicate_window_ms, history_size and replicas"
+                )
+        return cls(servers=servers, **options)
+
+    def __repr__(self) -> str:
+        where = "connection=<caller's NATS client>" if self.connection is not None else f"servers={self._where()}"
+        return (
+            f"NatsBackend({where}, stream={self.stream!r}, prefix={self.prefix!r}, "
+            f"duplicate_window_ms={self.duplicate_window_ms}, history_size={self.history_size}, "
+            f"replicas={self.replicas!r})"
+        )
+
+    def _where(self) -> str:
+        shown = redact_servers(self.servers)
+        return repr(shown[0] if len(shown) == 1 else shown)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._js is not None:
+            return
+        nc = self.connection if self.connection is not None else await self._connect()
+        js = nc.jetstream(timeout=REQUEST_TIMEOUT_S)
+        try:
+            config = await ensure_stream(js, self._needs(self._needed))
+        except (asyncio.TimeoutError, nats.errors.NoRespondersError, ServiceUnavailableError) as exc:
+            await self._drop(nc)
+            raise BackendUnavailableError(
+                f"NATS at {self._where()} did not answer JetStream requests ({type(exc).__name__}); "
+                "JetStream must be enabled on the server (nats-server -js), and in a cluster a "
+                "JetStream meta leader must be elected"
+            ) from None
+        except BaseException:
+            await self._drop(nc)
+            raise
+        self._nc, self._js = nc, js
+        self._per_subject = config.max_msgs_per_subject or 0
+
+    async def _connect(self) -> Client:
+        last_error: list[BaseException] = []
+
+        async def on_error(exc: Exception) -> None:
+            last_error[:] = [exc]
+            log.warning("NATS connection to %s: %s: %s", self._where(), type(exc).__name__, exc)
+
+        async def on_disconnected() -> None:
+            if nc.is_closed:
+                return
+            log.warning("NATS connection to %s lost; reconnecting", self._where())
+
+        async def on_reconnected() -> None:
+            log.info("NATS connection to %s restored", self._where())
+
+        nc = Client()
+        try:
+            await asyncio.wait_for(
+                nc.connect(
+                    servers=self.servers,
+                    name="anarchon",
+                    connect_timeout=2,
+                    reconnect_time_wait=1,
+                    max_reconnect_attempts=-1,
+                    error_cb=on_error,
+                    disconnected_cb=on_disconnected,
+                    reconnected_cb=on_reconnected,
+                ),
+                CONNECT_TIMEOUT_S,
+            )
+        except (asyncio.TimeoutError, OSError, nats.errors.Error) as exc:
+            await self._drop(nc)
+            cause = last_error[0] if last_error else exc
+            raise BackendUnavailableError(
+                f"could not connect to NATS at {self._where()} within {CONNECT_TIMEOUT_S:g} s "
+                f"({type(cause).__name__}: {cause}); check that the server runs and the URL, "
+                "credentials and TLS settings are right"
+            ) from None
+        return nc
+
+    async def _drop(self, nc: Client) -> None:
+        if nc is not self.connection:
+            try:
+                await nc.close()
+            except Exception as exc:  # closing a half-open client must not hide the real error
+                log.debug("closing the NATS client failed: %s", exc)
+
+    async def close(self) -> None:
+        nc, self._nc, self._js = self._nc, None, None
+        if nc is not None:
+            await self._drop(nc)
+
+    def _jetstream(self) -> JetStreamContext:
+        if self._js is None:
+            raise RuntimeError("NatsBackend is not started: call start() (the Scheduler does) before using it")
+        return self._js
+
+    # -- jobs ------------------------------------------------------------------
+
+    def check_job(self, job: Job) -> None:
+        opts = job.options
+        late = opts.jitter_ms + opts.max_late_ms
+        if late >= self.duplicate_window_ms:
+            raise InvalidJobError(
+                f"job {job.name!r} on backend 'nats': jitter_ms + max_late_ms = {opts.jitter_ms} + "
+                f"{opts.max_late_ms} = {late} ms must be shorter than duplicate_window_ms="
+                f"{self.duplicate_window_ms}: outside the window JetStream no longer recognises a repeated "
+                "claim, and a very late instance could run the slot again. Lower jitter_ms or max_late_ms, "
+                f"or raise NatsBackend(duplicate_window_ms=...) above {late}",
+                option="max_late_ms",
+                value=opts.max_late_ms,
+            )
+
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        """Raise the stream's per-subject limit when a job keeps more history than it does."""
+        self._needed = max([self._needed, *(job.options.history_size for job in jobs)])
+        if self._js is not None and self._needed > self._per_subject:
+            config = await ensure_stream(self._js, self._needs(self._needed))
+            self._per_subject = config.max_msgs_per_subject or 0
+
+    def _needs(self, per_subject: int) -> StreamNeeds:
+        return StreamNeeds(
+            name=self.stream,
+            subject=f"{self.prefix}>",
+            duplicate_window_ms=self.duplicate_window_ms,
+            per_subject=per_subject,
+            replicas=self.replicas,
+        )
+
+    # -- claiming ----------------------------------------------------------------
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Publish every claim, then await the acks: a batch costs about one round trip.
+
+        Raises when any answer was lost (a dropped connection, a timeout): the
+        scheduler then retries the batch with the same tokens, and a claim that
+        did reach the stream comes back as a duplicate carrying our own token.
+        """
+        if not claims:
+            return []
+        js = self._jetstream()
+        if len(claims) == 1:
+            acks: list[PubAck | BaseException] = [await self._publish_claim(js, claims[0])]
+        else:
+            acks = list(await asyncio.gather(*(self._publish_claim(js, c) for c in claims), return_exceptions=True))
+        for ack in acks:
+            if isinstance(ack, BaseException):
+                raise ack
+        stored = {
+            i: ack.seq for i, ack in enumerate(acks) if isinstance(ack, PubAck) and ack.duplicate
+        }  # BROKER-NOTES: duplicate is None, not False, for a message the stream stored
+        found = await asyncio.gather(*(self._stored_claim(js, seq) for seq in stored.values()))
+        owners = dict(zip(stored, found, strict=True))
+        results = []
+        for i, c in enumerate(claims):
+            started = c.now_ms
+            if i in owners:
+                owner = owners[i]
+                if owner is None or owner[0] != c.token:
+                    results.append(ClaimResult(Outcome.LOST))
+                    continue
+                started = owner[1]
+            grant = Grant(
+                job=c.job.name,
+                slot_ms=c.slot_ms,
+                instance=c.instance,
+                token=c.token,
+                manual=c.manual,
+                catch_up=c.catch_up,
+                missed=c.missed,
+                started_at_ms=started,
+            )
+            results.append(ClaimResult(Outcome.WON, grant))
+        return results
+
+    async def _publish_claim(self, js: JetStreamContext, c: Claim) -> PubAck:
+        return await js.publish(
+            claims_subject(self.prefix, c.job.name),
+            encode_claim(c),
+            stream=self.stream,
+            headers={_MSG_ID: claim_msg_id(c.job.name, c.slot_ms, c.manual)},
+        )
+
+    async def _stored_claim(self, js: JetStreamContext, seq: int) -> tuple[str, int] | None:
+        """The token and start time of the claim the stream kept; ``None`` if it is gone (trimmed)."""
+        try:
+            msg = await js.get_msg(self.stream, seq)
+        except NotFoundError:
+            return None
+        record = decode_claim(msg.data)
+        return (record.token, record.started_at_ms) if record is not None else None
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        """Publish the run's result; a claim backend has no stale owners, so always ``True``."""
+        js = self._jetstream()
+        await js.publish(
+            results_subject(self.prefix, grant.job),
+            encode_result(grant, run),
+            stream=self.stream,
+            headers={_MSG_ID: result_msg_id(grant.job, grant.slot_ms, grant.manual)},
+        )
+        return True
+
+    # -- history -------------------------------------------------------------------
+
+    async def history(self, job: str, limit: int = 100) -> list[Run]:
+        """Reads the job's claims and results with a short-lived consumer and joins them."""
+        check_job_name(job)
+        if limit <= 0:
+            return []
+        js = self._jetstream()
+        assert self._nc is not None
+        messages = await self._read(self._nc, js, job_filter(self.prefix, job))
+        return join_history(messages, limit)
+
+    async def _read(self, nc: Client, js: JetStreamContext, subject: str) -> list[tuple[str, bytes | None]]:
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        consumer: str | None = None
+        try:
+            info = await js.add_consumer(
+                self.stream,
+                ConsumerConfig(
+                    deliver_subject=inbox,
+                    deliver_policy=DeliverPolicy.ALL,
+                    ack_policy=AckPolicy.NONE,
+                    filter_subject=subject,
+                    mem_storage=True,
+                    num_replicas=1,
+                    inactive_threshold=READ_TIMEOUT_S,
+                ),
+            )
+            consumer = info.name
+            out: list[tuple[str, bytes | None]] = []
+            pending = info.num_pending or 0
+            while pending > 0:
+                msg = await sub.next_msg(timeout=READ_TIMEOUT_S)
+                if not msg.reply:  # heartbeats and flow control carry no stream message
+                    continue
+                out.append((msg.subject.rpartition(".")[2], msg.data))
+                pending = msg.metadata.num_pending
+            return out
+        finally:
+            await sub.unsubscribe()
+            if consumer is not None:
+                try:
+                    await js.delete_consumer(self.stream, consumer)
+                except Exception as exc:  # it expires by itself after inactive_threshold
+                    log.debug("deleting history consumer %s failed: %s", consumer, exc)
