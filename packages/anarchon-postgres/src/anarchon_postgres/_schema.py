@@ -1,0 +1,306 @@
+"""The tables and functions the backend keeps in its schema, and their migrations.
+
+Every lease rule runs inside PL/pgSQL functions created here, so each claim,
+take-over, renewal and finish is one statement and one round trip. The schema
+name is the only identifier ever put into SQL text; it is checked and quoted
+first, and every value travels as a query parameter.
+"""
+
+from __future__ import annotations
+
+# ruff: noqa: S608 - the only identifier in this SQL is the schema name, checked and quoted first
+import logging
+import re
+
+import asyncpg  # type: ignore[import-untyped]
+
+__all__ = ["SCHEMA_VERSION", "check_schema_name", "ensure_schema", "quote_schema"]
+
+log = logging.getLogger("anarchon.postgres")
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+#: Advisory-lock class shared by every anarchon schema ("anar" in ASCII); the
+#: second key is ``hashtext(schema)``, so instances on different schemas do
+#: not wait for each other.
+_LOCK_CLASS = 0x616E6172
+
+
+def check_schema_name(schema: object) -> str:
+    if not isinstance(schema, str) or not _IDENTIFIER.fullmatch(schema):
+        raise ValueError(
+            f"schema={schema!r} is not a plain PostgreSQL identifier: use 1 to 63 letters, digits or '_', "
+            "not starting with a digit, for example schema='anarchon'"
+        )
+    if schema.lower().startswith("pg_"):
+        raise ValueError(f"schema={schema!r}: names starting with 'pg_' are reserved by PostgreSQL; pick another")
+    return schema
+
+
+def quote_schema(schema: str) -> str:
+    return f'"{check_schema_name(schema)}"'
+
+
+def _now_ms() -> str:
+    return "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+
+def _migration_1(s: str) -> str:
+    now = _now_ms()
+    return f"""
+CREATE TABLE {s}.jobs (
+    name text PRIMARY KEY,
+    mark bigint,
+    fencing bigint NOT NULL DEFAULT 0,
+    run_count bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE {s}.runs (
+    job text NOT NULL,
+    slot_ms bigint NOT NULL,
+    manual boolean NOT NULL,
+    status text NOT NULL,
+    instance text NOT NULL,
+    attempt integer NOT NULL,
+    fencing bigint,
+    catch_up boolean NOT NULL,
+    missed integer NOT NULL,
+    started_at timestamptz,
+    finished_at timestamptz,
+    duration_ms bigint,
+    error text,
+    token text NOT NULL,
+    lease_ms bigint NOT NULL,
+    expires_ms bigint NOT NULL,
+    handed_over boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (job, slot_ms, manual)
+);
+
+CREATE INDEX runs_running ON {s}.runs (job, slot_ms) WHERE status = 'running';
+
+CREATE FUNCTION {s}.now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS $fn$ SELECT {now} $fn$;
+
+-- Decide many claims in one call; the lease rules of anarchon.backend, as
+-- MemoryStore.claim applies them, under a row lock on each job.
+CREATE FUNCTION {s}.claim(
+    p_job text[], p_slot bigint[], p_manual boolean[], p_token text[], p_instance text[],
+    p_started timestamptz[], p_catch_up boolean[], p_missed integer[], p_lease bigint[],
+    p_skip boolean[], p_size bigint[], p_ttl bigint[]
+) RETURNS TABLE (
+    o_n integer, o_outcome text, o_instance text, o_attempt integer, o_fencing bigint,
+    o_catch_up boolean, o_missed integer, o_started_at timestamptz, o_finished_at timestamptz,
+    o_duration_ms bigint, o_lease_ms bigint
+) LANGUAGE plpgsql AS $fn$
+DECLARE
+    c record;
+    r {s}.runs%ROWTYPE;
+    v_now bigint;
+    v_mark bigint;
+    v_fencing bigint;
+    v_count bigint;
+    v_deleted bigint;
+    v_more bigint;
+    v_cut_slot bigint;
+    v_cut_manual boolean;
+BEGIN
+    -- New jobs get their row in name order and all rows are locked in name
+    -- order, so concurrent multi-job claims queue up instead of deadlocking.
+    INSERT INTO {s}.jobs (name)
+        SELECT DISTINCT j FROM unnest(p_job) AS j ORDER BY 1
+        ON CONFLICT (name) DO NOTHING;
+    PERFORM 1 FROM {s}.jobs WHERE name = ANY (p_job) ORDER BY name FOR UPDATE;
+    v_now := {now};
+
+    FOR c IN
+        SELECT * FROM unnest(p_job, p_slot, p_manual, p_token, p_instance, p_started, p_catch_up,
+                             p_missed, p_lease, p_skip, p_size, p_ttl)
+            WITH ORDINALITY AS x(job, slot, manual, token, instance, started, catch_up, missed,
+                                 lease, skip, size, ttl, n)
+        ORDER BY x.n
+    LOOP
+        o_n := c.n;
+        o_outcome := 'lost';
+        SELECT * INTO r FROM {s}.runs WHERE job = c.job AND slot_ms = c.slot AND manual = c.manual;
+        IF FOUND THEN
+            -- A retried claim (same token) gets its first answer back.
+            IF r.token = c.token AND r.status = 'skipped' THEN
+                o_outcome := 'skipped';
+            ELSIF r.token = c.token AND r.status = 'running' THEN
+                o_outcome := 'won';
+            END IF;
+        ELSE
+            IF NOT c.manual THEN
+                SELECT mark INTO v_mark FROM {s}.jobs WHERE name = c.job;
+                IF v_mark IS NOT NULL AND c.slot <= v_mark THEN
+                    o_instance := NULL; o_attempt := NULL; o_fencing := NULL; o_catch_up := NULL;
+                    o_missed := NULL; o_started_at := NULL; o_finished_at := NULL;
+                    o_duration_ms := NULL; o_lease_ms := NULL;
+                    RETURN NEXT;
+                    CONTINUE;
+                END IF;
+                UPDATE {s}.runs SET status = 'abandoned'
+                    WHERE job = c.job AND status = 'running' AND NOT manual
+                      AND slot_ms < c.slot AND expires_ms <= v_now;
+            END IF;
+            IF c.skip AND EXISTS (
+                SELECT 1 FROM {s}.runs WHERE job = c.job AND status = 'running' AND expires_ms > v_now
+            ) THEN
+                UPDATE {s}.jobs
+                    SET mark = CASE WHEN c.manual THEN mark ELSE c.slot END, run_count = run_count + 1
+                    WHERE name = c.job RETURNING run_count INTO v_count;
+                INSERT INTO {s}.runs VALUES (
+                    c.job, c.slot, c.manual, 'skipped', c.instance, 1, NULL, c.catch_up, c.missed,
+                    c.started, c.started, 0, NULL, c.token, c.lease, v_now, false
+                ) RETURNING * INTO r;
+                o_outcome := 'skipped';
+            ELSE
+                UPDATE {s}.jobs
+                    SET mark = CASE WHEN c.manual THEN mark ELSE c.slot END,
+                        fencing = fencing + 1, run_count = run_count + 1
+                    WHERE name = c.job RETURNING fencing, run_count INTO v_fencing, v_count;
+                INSERT INTO {s}.runs VALUES (
+                    c.job, c.slot, c.manual, 'running', c.instance, 1, v_fencing, c.catch_up, c.missed,
+                    c.started, NULL, NULL, NULL, c.token, c.lease, v_now + c.lease, false
+                ) RETURNING * INTO r;
+                o_outcome := 'won';
+            END IF;
+            -- History: keep the newest `size` records (and every running one),
+            -- then drop finished records older than the TTL.
+            v_deleted := 0;
+            IF v_count > c.size THEN
+                SELECT slot_ms, manual INTO v_cut_slot, v_cut_manual FROM {s}.runs
+                    WHERE job = c.job ORDER BY slot_ms, manual OFFSET v_count - c.size LIMIT 1;
+                DELETE FROM {s}.runs
+                    WHERE job = c.job AND status <> 'running'
+                      AND (slot_ms, manual) < (v_cut_slot, v_cut_manual);
+                GET DIAGNOSTICS v_deleted = ROW_COUNT;
+            END IF;
+            IF c.ttl IS NOT NULL THEN
+                DELETE FROM {s}.runs
+                    WHERE job = c.job AND status <> 'running' AND slot_ms < v_now - c.ttl;
+                GET DIAGNOSTICS v_more = ROW_COUNT;
+                v_deleted := v_deleted + v_more;
+            END IF;
+            IF v_deleted > 0 THEN
+                UPDATE {s}.jobs SET run_count = run_count - v_deleted WHERE name = c.job;
+            END IF;
+        END IF;
+        IF o_outcome = 'lost' THEN
+            o_instance := NULL; o_attempt := NULL; o_fencing := NULL; o_catch_up := NULL;
+            o_missed := NULL; o_started_at := NULL; o_finished_at := NULL;
+            o_duration_ms := NULL; o_lease_ms := NULL;
+        ELSE
+            o_instance := r.instance; o_attempt := r.attempt; o_fencing := r.fencing;
+            o_catch_up := r.catch_up; o_missed := r.missed; o_started_at := r.started_at;
+            o_finished_at := r.finished_at; o_duration_ms := r.duration_ms; o_lease_ms := r.lease_ms;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$fn$;
+
+-- Grant the expired runs of these jobs to p_instance, or mark them abandoned
+-- (MemoryStore.take_over). Jobs with nothing expired are never locked.
+CREATE FUNCTION {s}.take_over(
+    p_job text[], p_max_attempts integer[], p_lease bigint[], p_instance text
+) RETURNS TABLE (
+    o_job text, o_slot_ms bigint, o_manual boolean, o_token text, o_attempt integer, o_fencing bigint,
+    o_catch_up boolean, o_missed integer, o_started_at timestamptz, o_lease_ms bigint
+) LANGUAGE plpgsql AS $fn$
+DECLARE
+    c record;
+    v_jobs text[];
+    v_now bigint;
+    v_fencing bigint;
+BEGIN
+    v_now := {now};
+    SELECT array_agg(DISTINCT job ORDER BY job) INTO v_jobs FROM {s}.runs
+        WHERE status = 'running' AND expires_ms <= v_now AND job = ANY (p_job);
+    IF v_jobs IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM 1 FROM {s}.jobs WHERE name = ANY (v_jobs) ORDER BY name FOR UPDATE;
+    v_now := {now};
+
+    FOR c IN
+        SELECT r.job, r.slot_ms, r.manual, r.token, r.attempt, r.handed_over, j.mark, x.max_attempts, x.lease
+        FROM {s}.runs r
+        JOIN {s}.jobs j ON j.name = r.job
+        JOIN (
+            SELECT DISTINCT ON (u.job) u.job, u.max_attempts, u.lease
+            FROM unnest(p_job, p_max_attempts, p_lease) AS u(job, max_attempts, lease)
+        ) x ON x.job = r.job
+        WHERE r.job = ANY (v_jobs) AND r.status = 'running' AND r.expires_ms <= v_now
+        ORDER BY r.job, r.slot_ms, r.manual
+    LOOP
+        IF NOT (c.manual OR c.slot_ms IS NOT DISTINCT FROM c.mark)
+           OR (c.attempt >= c.max_attempts AND NOT c.handed_over) THEN
+            UPDATE {s}.runs SET status = 'abandoned'
+                WHERE job = c.job AND slot_ms = c.slot_ms AND manual = c.manual
+                  AND token = c.token AND status = 'running' AND expires_ms <= v_now;
+        ELSE
+            UPDATE {s}.jobs SET fencing = fencing + 1 WHERE name = c.job RETURNING fencing INTO v_fencing;
+            UPDATE {s}.runs SET
+                    token = replace(gen_random_uuid()::text, '-', ''),
+                    handed_over = false,
+                    lease_ms = c.lease,
+                    expires_ms = v_now + c.lease,
+                    instance = p_instance,
+                    attempt = attempt + 1,
+                    fencing = v_fencing,
+                    started_at = timestamptz 'epoch' + v_now * interval '1 millisecond'
+                WHERE job = c.job AND slot_ms = c.slot_ms AND manual = c.manual
+                  AND token = c.token AND status = 'running' AND expires_ms <= v_now
+                RETURNING job, slot_ms, manual, token, attempt, fencing, catch_up, missed, started_at, lease_ms
+                INTO o_job, o_slot_ms, o_manual, o_token, o_attempt, o_fencing, o_catch_up, o_missed,
+                     o_started_at, o_lease_ms;
+            IF FOUND THEN
+                RETURN NEXT;
+            END IF;
+        END IF;
+    END LOOP;
+END
+$fn$;
+"""
+
+
+#: Migration n (1-based) brings the schema from version n-1 to n. Append only,
+#: and keep each one compatible with the releases before it: an instance of an
+#: older release finds a newer schema and keeps working (rolling upgrades).
+_MIGRATIONS = (_migration_1,)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+async def _version(conn: asyncpg.Connection, schema: str, quoted: str) -> int:
+    exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"{quoted}.schema_version")
+    if not exists:
+        return 0
+    return int(await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {quoted}.schema_version"))
+
+
+async def ensure_schema(conn: asyncpg.Connection, schema: str) -> bool:
+    """Create or upgrade the schema; ``True`` when this call changed it.
+
+    Many instances start at once: the check runs again under a
+    transaction-scoped advisory lock, so exactly one of them creates the
+    tables and the others find them made. A schema already at the current
+    version is left alone without taking the lock or needing CREATE rights.
+    """
+    quoted = quote_schema(schema)
+    if await _version(conn, schema, quoted) >= SCHEMA_VERSION:
+        return False
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", _LOCK_CLASS, schema)
+        current = await _version(conn, schema, quoted)
+        if current >= SCHEMA_VERSION:
+            return False
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
+        await conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {quoted}.schema_version ("
+            "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            await conn.execute(_MIGRATIONS[version - 1](quoted))
+            await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES ($1)", version)
+            log.info("anarchon-postgres: schema %s migrated to version %d", schema, version)
+    return True

@@ -1,0 +1,382 @@
+"""PostgresBackend: the lease tier on a PostgreSQL server teams already run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import asyncpg  # type: ignore[import-untyped]
+
+from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from anarchon.errors import BackendUnavailableError
+from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
+from anarchon.urls import redact_url
+
+from ._schema import check_schema_name, ensure_schema, quote_schema
+from ._statements import Statements
+
+if TYPE_CHECKING:
+    from anarchon.job import Job
+
+__all__ = ["PostgresBackend"]
+
+log = logging.getLogger("anarchon.postgres")
+
+T = TypeVar("T")
+
+#: Connections of the backend's own pool. Claims due together travel in one
+#: call, so a handful covers claims, renewals and finishes overlapping.
+_POOL_MAX = 4
+
+#: Failures after which the same call can be sent again on a fresh
+#: connection: the connection died, the server ended the session, or the
+#: transaction was rolled back. Every statement here is safe to repeat (claims
+#: carry their token, take-overs and renewals re-judge the lease).
+_RETRYABLE: tuple[type[BaseException], ...] = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.SerializationError,
+    ConnectionError,
+)
+_UNREACHABLE: tuple[type[BaseException], ...] = (*_RETRYABLE, OSError, asyncio.TimeoutError)
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Pool reset that sends nothing: the backend leaves no session state behind.
+
+    asyncpg's default reset costs one round trip per release (BROKER-NOTES);
+    an open transaction is still rolled back by the pool itself.
+    """
+
+
+class PostgresBackend(Backend):
+    """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
+
+    Each claim, take-over, renewal and finish is one statement calling a
+    PL/pgSQL function (or one ``UPDATE``), so one short transaction and one
+    round trip; lease expiry is judged on the server's clock. ``pool`` is the
+    caller's and is never closed; without it the backend opens its own small
+    pool from ``dsn``. Tables live in ``schema`` and are created by
+    :meth:`start` when missing.
+    """
+
+    name: ClassVar[str] = "postgres"
+    url_schemes: ClassVar[tuple[str, ...]] = ("postgresql", "postgres")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        lease=True, history_ttl=True, server_clock=True, multi_process=True
+    )
+
+    def __init__(
+        self,
+        dsn: str = "postgresql://localhost/postgres",
+        pool: asyncpg.Pool | None = None,
+        schema: str = "anarchon",
+        *,
+        timeout_ms: int = 5_000,
+    ) -> None:
+        self.schema = check_schema_name(schema)
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
+            raise ValueError(f"timeout_ms={timeout_ms!r} must be a positive integer (milliseconds), e.g. 5000")
+        if not isinstance(dsn, str):
+            raise TypeError(f"dsn must be a string such as 'postgresql://localhost/postgres', got {type(dsn)}")
+        self._dsn = dsn
+        self._timeout = timeout_ms / 1000
+        self._own_pool = pool is None
+        self._pool: asyncpg.Pool | None = pool
+        self._sql = Statements.for_schema(quote_schema(schema))
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresBackend:
+        """``postgresql://user@host/db?schema=name``; other parameters go to asyncpg."""
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        schema = next((v for k, v in query if k == "schema"), "anarchon")
+        rest = urlencode([(k, v) for k, v in query if k != "schema"])
+        return cls(dsn=urlunsplit(parts._replace(query=rest)), schema=schema)
+
+    @property
+    def dsn(self) -> str:
+        """The DSN with its password masked; the real one is never shown."""
+        return redact_url(self._dsn)
+
+    def __repr__(self) -> str:
+        if self._own_pool:
+            return f"PostgresBackend(dsn={self.dsn!r}, schema={self.schema!r})"
+        return f"PostgresBackend(pool=<caller's pool at {id(self._pool):#x}>, schema={self.schema!r})"
+
+    # -- lifecycle -------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._pool is None:
+            self._pool = await self._open_pool()
+        try:
+            async with self._pool.acquire(timeout=self._timeout) as conn:
+                await ensure_schema(conn, self.schema)
+        except asyncpg.InsufficientPrivilegeError as exc:
+            await self._drop_own_pool()
+            raise PermissionError(
+                f"anarchon-postgres cannot create schema {self.schema!r} at {self._where()}: {exc}; "
+                "grant CREATE on the database to this user, or start it once as a user who may"
+            ) from exc
+        except _UNREACHABLE as exc:
+            await self._drop_own_pool()
+            raise BackendUnavailableError(
+                f"PostgreSQL at {self._where()} failed while preparing schema {self.schema!r}: "
+                f"{type(exc).__name__}: {exc}; check that the server is up and try again"
+            ) from exc
+
+    async def _open_pool(self) -> asyncpg.Pool:
+        settings = {}
+        if "application_name" not in dict(parse_qsl(urlsplit(self._dsn).query)):
+            settings["application_name"] = "anarchon"
+        try:
+            pool = await asyncio.wait_for(
+                asyncpg.create_pool(
+                    self._dsn,
+                    min_size=1,
+                    max_size=_POOL_MAX,
+                    timeout=self._timeout,
+                    command_timeout=self._timeout,
+                    reset=_keep_session,
+                    server_settings=settings,
+                ),
+                self._timeout * 2,
+            )
+        except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise BackendUnavailableError(
+                f"could not reach PostgreSQL at {self._where()} within {self._timeout:g} s "
+                f"({type(exc).__name__}: {exc}); check the DSN and that the server accepts connections"
+            ) from exc
+        assert pool is not None
+        return pool
+
+    def _where(self) -> str:
+        return self.dsn if self._own_pool else "the caller's pool"
+
+    async def _drop_own_pool(self) -> None:
+        if not self._own_pool or self._pool is None:
+            return
+        pool, self._pool = self._pool, None
+        try:
+            await asyncio.wait_for(pool.close(), self._timeout)
+        except (Exception, asyncio.TimeoutError):
+            pool.terminate()
+
+    async def close(self) -> None:
+        await self._drop_own_pool()
+
+    # -- plumbing ----------------------------------------------------------
+
+    async def _call(self, what: str, op: Callable[[asyncpg.Connection, bool], Awaitable[T]]) -> T:
+        """Run ``op`` on a pooled connection; once more on a fresh one if the first died.
+
+        ``op`` gets ``retry=True`` the second time, for statements that must
+        recognise their own earlier, committed effect.
+        """
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError(f"{self!r} is not started; call start() first")
+        try:
+            async with pool.acquire(timeout=self._timeout) as conn:
+                return await op(conn, False)
+        except _RETRYABLE as exc:
+            log.info("anarchon-postgres: %s failed (%s: %s); retrying once", what, type(exc).__name__, exc)
+        async with pool.acquire(timeout=self._timeout) as conn:
+            return await op(conn, True)
+
+    # -- claiming -----------------------------------------------------------
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        if not claims:
+            return []
+        args: list[list[Any]] = [
+            [c.job.name for c in claims],
+            [c.slot_ms for c in claims],
+            [c.manual for c in claims],
+            [c.token for c in claims],
+            [c.instance for c in claims],
+            [ms_to_datetime(c.now_ms) for c in claims],
+            [c.catch_up for c in claims],
+            [c.missed for c in claims],
+            [c.job.options.lease_ms for c in claims],
+            [c.job.options.overlap == "skip" for c in claims],
+            [c.job.options.history_size for c in claims],
+            [c.job.options.history_ttl_ms for c in claims],
+        ]
+
+        async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
+            rows: list[asyncpg.Record] = await conn.fetch(self._sql.claim, *args, timeout=self._timeout)
+            return rows
+
+        rows = {row["o_n"]: row for row in await self._call("claim", op)}
+        return [self._claim_result(c, rows[n]) for n, c in enumerate(claims, 1)]
+
+    @staticmethod
+    def _claim_result(c: Claim, row: asyncpg.Record) -> ClaimResult:
+        outcome = Outcome(row["o_outcome"])
+        if outcome is Outcome.LOST:
+            return ClaimResult(Outcome.LOST)
+        started = row["o_started_at"]
+        if outcome is Outcome.SKIPPED:
+            record = Run(
+                job=c.job.name,
+                slot_ms=c.slot_ms,
+                status=RunStatus.SKIPPED,
+                instance=row["o_instance"],
+                attempt=row["o_attempt"],
+                fencing=row["o_fencing"],
+                manual=c.manual,
+                catch_up=row["o_catch_up"],
+                started_at=started,
+                finished_at=row["o_finished_at"],
+                duration_ms=row["o_duration_ms"],
+                missed=row["o_missed"],
+            )
+            return ClaimResult(Outcome.SKIPPED, record=record)
+        grant = Grant(
+            job=c.job.name,
+            slot_ms=c.slot_ms,
+            instance=row["o_instance"],
+            token=c.token,
+            attempt=row["o_attempt"],
+            fencing=row["o_fencing"],
+            manual=c.manual,
+            catch_up=row["o_catch_up"],
+            missed=row["o_missed"],
+            started_at_ms=datetime_to_ms(started) if started else 0,
+            lease_ms=row["o_lease_ms"],
+        )
+        return ClaimResult(Outcome.WON, grant)
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        args = (
+            grant.job,
+            grant.slot_ms,
+            grant.manual,
+            grant.token,
+            run.status.value,
+            run.instance,
+            run.attempt,
+            run.fencing,
+            run.catch_up,
+            run.missed,
+            run.started_at,
+            run.finished_at,
+            run.duration_ms,
+            run.error,
+        )
+
+        async def op(conn: asyncpg.Connection, retry: bool) -> bool:
+            sql = self._sql.finish_retry if retry else self._sql.finish
+            return bool(await conn.fetchval(sql, *args, timeout=self._timeout))
+
+        return await self._call("finish", op)
+
+    async def history(self, job: str, limit: int = 100) -> list[Run]:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"limit={limit!r} must be an integer >= 0")
+
+        async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
+            rows: list[asyncpg.Record] = await conn.fetch(self._sql.history, job, limit, timeout=self._timeout)
+            return rows
+
+        return [
+            Run(
+                job=r["job"],
+                slot_ms=r["slot_ms"],
+                status=RunStatus(r["status"]),
+                instance=r["instance"],
+                attempt=r["attempt"],
+                fencing=r["fencing"],
+                manual=r["manual"],
+                catch_up=r["catch_up"],
+                started_at=r["started_at"],
+                finished_at=r["finished_at"],
+                duration_ms=r["duration_ms"],
+                error=r["error"],
+                missed=r["missed"],
+            )
+            for r in await self._call("history", op)
+        ]
+
+    async def now_ms(self) -> int:
+        async def op(conn: asyncpg.Connection, retry: bool) -> int:
+            return int(await conn.fetchval(self._sql.now_ms, timeout=self._timeout))
+
+        return await self._call("now_ms", op)
+
+    # -- lease tier ---------------------------------------------------------
+
+    async def renew(self, grants: Sequence[Grant]) -> list[bool]:
+        if not grants:
+            return []
+        args = (
+            [g.job for g in grants],
+            [g.slot_ms for g in grants],
+            [g.manual for g in grants],
+            [g.token for g in grants],
+        )
+
+        async def op(conn: asyncpg.Connection, retry: bool) -> set[int]:
+            rows = await conn.fetch(self._sql.renew, *args, timeout=self._timeout)
+            return {row[0] for row in rows}
+
+        renewed = await self._call("renew", op)
+        return [n in renewed for n in range(1, len(grants) + 1)]
+
+    async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
+        if not jobs:
+            return []
+        args = (
+            [j.name for j in jobs],
+            [j.options.max_attempts for j in jobs],
+            [j.options.lease_ms for j in jobs],
+            instance,
+        )
+
+        async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
+            rows: list[asyncpg.Record] = await conn.fetch(self._sql.take_over, *args, timeout=self._timeout)
+            return rows
+
+        return [
+            ClaimResult(
+                Outcome.WON,
+                Grant(
+                    job=r["o_job"],
+                    slot_ms=r["o_slot_ms"],
+                    instance=instance,
+                    token=r["o_token"],
+                    attempt=r["o_attempt"],
+                    fencing=r["o_fencing"],
+                    manual=r["o_manual"],
+                    catch_up=r["o_catch_up"],
+                    missed=r["o_missed"],
+                    started_at_ms=datetime_to_ms(r["o_started_at"]),
+                    lease_ms=r["o_lease_ms"],
+                ),
+            )
+            for r in await self._call("take_over", op)
+        ]
+
+    async def hand_over(self, grant: Grant) -> bool:
+        async def op(conn: asyncpg.Connection, retry: bool) -> bool:
+            row = await conn.fetchval(
+                self._sql.hand_over, grant.job, grant.slot_ms, grant.manual, grant.token, timeout=self._timeout
+            )
+            return bool(row)
+
+        return await self._call("hand_over", op)
+
+    async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
+        names = [j.name for j in jobs]
+
+        async def op(conn: asyncpg.Connection, retry: bool) -> dict[str, int | None]:
+            rows = await conn.fetch(self._sql.marks, names, timeout=self._timeout)
+            return {r["name"]: r["mark"] for r in rows}
+
+        found = await self._call("marks", op) if names else {}
+        return {name: found.get(name) for name in names}
