@@ -1,0 +1,113 @@
+"""Run records as the scripts store them, and back to the core's types.
+
+A record is JSON with times in epoch milliseconds (Lua cannot format
+datetimes), plus the lease fields the public :class:`~anarchon.run.Run`
+does not show: ``token``, ``lease`` (ms), ``handed`` (handed over) and
+``fin`` (finished by its owner, so a retried finish answers the same).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from anarchon.backend import Claim, Grant
+from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
+
+__all__ = ["base_record", "final_record", "grant_of", "run_of", "text"]
+
+
+def text(value: bytes | str) -> str:
+    """Replies are bytes or str depending on the client's ``decode_responses``."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def base_record(claim: Claim) -> str:
+    """What the claim script completes into a running or skipped record."""
+    return json.dumps(
+        {
+            "job": claim.job.name,
+            "slot": claim.slot_ms,
+            "instance": claim.instance,
+            "manual": claim.manual,
+            "catch_up": claim.catch_up,
+            "missed": claim.missed,
+            "started": claim.now_ms,
+            "finished": None,
+            "duration": None,
+            "error": None,
+        },
+        separators=(",", ":"),
+    )
+
+
+def final_record(run: Run) -> str:
+    if run.status is RunStatus.RUNNING:
+        raise ValueError(
+            f"finish() got run {run.job}/{run.slot_ms} with status 'running'; pass the finished run "
+            "(succeeded, failed, timed-out or cancelled)"
+        )
+    return json.dumps(
+        {
+            "job": run.job,
+            "slot": run.slot_ms,
+            "status": run.status.value,
+            "instance": run.instance,
+            "attempt": run.attempt,
+            "fencing": run.fencing,
+            "manual": run.manual,
+            "catch_up": run.catch_up,
+            "missed": run.missed,
+            "started": datetime_to_ms(run.started_at) if run.started_at else None,
+            "finished": datetime_to_ms(run.finished_at) if run.finished_at else None,
+            "duration": run.duration_ms,
+            "error": run.error,
+        },
+        separators=(",", ":"),
+    )
+
+
+def _load(raw: bytes | str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(raw)
+    return data
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def run_of(raw: bytes | str) -> Run:
+    d = _load(raw)
+    started, finished = _int(d.get("started")), _int(d.get("finished"))
+    return Run(
+        job=d["job"],
+        slot_ms=int(d["slot"]),
+        status=RunStatus(d["status"]),
+        instance=d["instance"],
+        attempt=int(d.get("attempt", 1)),
+        fencing=_int(d.get("fencing")),
+        manual=bool(d.get("manual", False)),
+        catch_up=bool(d.get("catch_up", False)),
+        started_at=ms_to_datetime(started) if started is not None else None,
+        finished_at=ms_to_datetime(finished) if finished is not None else None,
+        duration_ms=_int(d.get("duration")),
+        error=d.get("error"),
+        missed=int(d.get("missed", 0)),
+    )
+
+
+def grant_of(raw: bytes | str) -> Grant:
+    d = _load(raw)
+    return Grant(
+        job=d["job"],
+        slot_ms=int(d["slot"]),
+        instance=d["instance"],
+        token=d["token"],
+        attempt=int(d["attempt"]),
+        fencing=_int(d.get("fencing")),
+        manual=bool(d.get("manual", False)),
+        catch_up=bool(d.get("catch_up", False)),
+        missed=int(d.get("missed", 0)),
+        started_at_ms=_int(d.get("started")) or 0,
+        lease_ms=int(d["lease"]),
+    )

@@ -1,0 +1,285 @@
+"""The Lua scripts: each lease operation is one atomic step on one job's keys.
+
+They do what :class:`anarchon.memory.MemoryStore` does under its lock, on the
+server's clock (``TIME``). A run record is JSON (``cjson``) with times in
+epoch milliseconds; ``live`` holds exactly the running runs, scored by lease
+expiry, so finding dead or live leases never scans history.
+
+On a single server the scripts also keep the per-prefix hint (job name ->
+earliest lease expiry) exact, passed as the last key. On Redis Cluster that
+key lives in another slot, so it is left out and the client keeps the hint
+with ``TOUCH`` and ``SETTLE``; see :mod:`anarchon_redis.backend`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+__all__ = [
+    "CLAIM",
+    "DUE",
+    "FINISH",
+    "HAND_OVER",
+    "HISTORY",
+    "RENEW",
+    "SETTLE",
+    "TAKE_OVER",
+    "TOUCH",
+    "Script",
+]
+
+# Numbers are formatted with %d: Lua's own tostring keeps only 14 digits.
+_PRELUDE = r"""
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function num(x) return string.format('%d', x) end
+local function sync_hint(live, hint, job)
+  if not hint then return end
+  local first = redis.call('ZRANGE', live, 0, 0, 'WITHSCORES')
+  if first[1] then redis.call('ZADD', hint, first[2], job) else redis.call('ZREM', hint, job) end
+end
+local function next_expiry(live)
+  local first = redis.call('ZRANGE', live, 0, 0, 'WITHSCORES')
+  return first[2] or false
+end
+local function drop_if_done(runs, order, live, rid)
+  if not redis.call('ZSCORE', live, rid) then
+    redis.call('HDEL', runs, rid)
+    redis.call('ZREM', order, rid)
+  end
+end
+local function trim(runs, order, live, size, ttl, now)
+  for _, rid in ipairs(redis.call('ZREVRANGE', order, size, -1)) do drop_if_done(runs, order, live, rid) end
+  if ttl > 0 then
+    for _, rid in ipairs(redis.call('ZRANGEBYSCORE', order, '-inf', '(' .. num(2 * (now - ttl)))) do
+      drop_if_done(runs, order, live, rid)
+    end
+  end
+end
+local function owned(runs, rid, token)
+  local raw = redis.call('HGET', runs, rid)
+  if not raw then return nil end
+  local rec = cjson.decode(raw)
+  if rec.token ~= token or rec.status ~= 'running' then return nil end
+  return rec
+end
+"""
+
+# KEYS: state, runs, order, live[, hint]
+# ARGV: rid, slot, manual, token, skip, lease_ms, history_size, history_ttl_ms (0 = none), base record, job
+_CLAIM = r"""
+local state, runs, order, live, hint = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local rid, slot, manual, token = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4]
+local skip, lease, size, ttl, job = ARGV[5] == '1', tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[10]
+local existing = redis.call('HGET', runs, rid)
+if existing then
+  local rec = cjson.decode(existing)
+  if rec.token ~= token then return {'lost'} end
+  if rec.status == 'skipped' then return {'skipped', existing} end
+  if rec.status == 'running' then return {'won', existing} end
+  return {'lost'}
+end
+local now = now_ms()
+if not manual then
+  local mark = tonumber(redis.call('HGET', state, 'mark'))
+  if mark and slot <= mark then return {'lost'} end
+  for _, dead in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', num(now))) do
+    local raw = redis.call('HGET', runs, dead)
+    if not raw then
+      redis.call('ZREM', live, dead)
+    else
+      local r = cjson.decode(raw)
+      if not r.manual and r.slot < slot then
+        r.status = 'abandoned'
+        redis.call('HSET', runs, dead, cjson.encode(r))
+        redis.call('ZREM', live, dead)
+      end
+    end
+  end
+  redis.call('HSET', state, 'mark', num(slot))
+end
+local rec = cjson.decode(ARGV[9])
+rec.token, rec.lease, rec.attempt, rec.handed = token, lease, 1, false
+redis.call('ZADD', order, num(slot * 2 + (manual and 1 or 0)), rid)
+if skip and redis.call('ZCOUNT', live, '(' .. num(now), '+inf') > 0 then
+  rec.status, rec.fencing, rec.finished, rec.duration = 'skipped', cjson.null, rec.started, 0
+  local raw = cjson.encode(rec)
+  redis.call('HSET', runs, rid, raw)
+  trim(runs, order, live, size, ttl, now)
+  sync_hint(live, hint, job)
+  return {'skipped', raw}
+end
+rec.status = 'running'
+rec.fencing = redis.call('HINCRBY', state, 'fencing', 1)
+local raw = cjson.encode(rec)
+redis.call('HSET', runs, rid, raw)
+redis.call('ZADD', live, num(now + lease), rid)
+trim(runs, order, live, size, ttl, now)
+sync_hint(live, hint, job)
+return {'won', raw}
+"""
+
+# KEYS: runs, live[, hint]    ARGV: rid, token, job
+_RENEW = r"""
+local runs, live, hint = KEYS[1], KEYS[2], KEYS[3]
+local rec = owned(runs, ARGV[1], ARGV[2])
+if not rec or rec.handed then return 0 end
+redis.call('ZADD', live, num(now_ms() + rec.lease), ARGV[1])
+sync_hint(live, hint, ARGV[3])
+return 1
+"""
+
+# KEYS: runs, live[, hint]    ARGV: rid, token, final record, job
+# A retry of a finish that already went through answers 1 again (``fin``).
+_FINISH = r"""
+local runs, live, hint = KEYS[1], KEYS[2], KEYS[3]
+local rid, token = ARGV[1], ARGV[2]
+local raw = redis.call('HGET', runs, rid)
+if not raw then return 0 end
+local rec = cjson.decode(raw)
+if rec.token ~= token then return 0 end
+if rec.status ~= 'running' then
+  if rec.fin then return 1 end
+  return 0
+end
+local final = cjson.decode(ARGV[3])
+final.token, final.lease, final.handed, final.fin = token, rec.lease, rec.handed, true
+redis.call('HSET', runs, rid, cjson.encode(final))
+redis.call('ZREM', live, rid)
+sync_hint(live, hint, ARGV[4])
+return 1
+"""
+
+# KEYS: runs, live[, hint]    ARGV: rid, token, job
+_HAND_OVER = r"""
+local runs, live, hint = KEYS[1], KEYS[2], KEYS[3]
+local rid = ARGV[1]
+local rec = owned(runs, rid, ARGV[2])
+if not rec then return 0 end
+rec.handed = true
+redis.call('HSET', runs, rid, cjson.encode(rec))
+redis.call('ZADD', live, num(now_ms()), rid)
+sync_hint(live, hint, ARGV[3])
+return 1
+"""
+
+# KEYS: state, runs, live[, hint]    ARGV: instance, max_attempts, lease_ms, nonce, job
+# Returns {next lease expiry or nil, granted records...}. Runs already granted
+# under this nonce are returned again, so a retried call loses nothing.
+_TAKE_OVER = r"""
+local state, runs, live, hint = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local instance, max_attempts, lease, nonce = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local now = now_ms()
+local out = {false}
+local mine = nonce .. ':'
+for _, rid in ipairs(redis.call('ZRANGEBYSCORE', live, '(' .. num(now), '+inf')) do
+  local raw = redis.call('HGET', runs, rid)
+  if raw then
+    local r = cjson.decode(raw)
+    if string.sub(r.token, 1, #mine) == mine then out[#out + 1] = raw end
+  end
+end
+local mark = tonumber(redis.call('HGET', state, 'mark'))
+for _, rid in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', num(now))) do
+  local raw = redis.call('HGET', runs, rid)
+  if not raw then
+    redis.call('ZREM', live, rid)
+  else
+    local r = cjson.decode(raw)
+    local newest = r.manual or r.slot == mark
+    if not newest or (r.attempt >= max_attempts and not r.handed) then
+      r.status = 'abandoned'
+      redis.call('ZREM', live, rid)
+      redis.call('HSET', runs, rid, cjson.encode(r))
+    else
+      local f = redis.call('HINCRBY', state, 'fencing', 1)
+      r.token, r.handed, r.lease, r.instance = mine .. f, false, lease, instance
+      r.attempt, r.fencing, r.started = r.attempt + 1, f, now
+      raw = cjson.encode(r)
+      redis.call('HSET', runs, rid, raw)
+      redis.call('ZADD', live, num(now + lease), rid)
+      out[#out + 1] = raw
+    end
+  end
+end
+sync_hint(live, hint, ARGV[5])
+out[1] = next_expiry(live)
+return out
+"""
+
+# KEYS: runs, order    ARGV: limit
+_HISTORY = r"""
+local out = {}
+for _, rid in ipairs(redis.call('ZREVRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1)) do
+  local raw = redis.call('HGET', KEYS[1], rid)
+  if raw then out[#out + 1] = raw end
+end
+return out
+"""
+
+# KEYS: hint    Returns {job, expiry, job, expiry, ...} of the jobs whose earliest lease expired.
+_DUE = r"""
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now_ms()), 'WITHSCORES')
+"""
+
+# Cluster only. KEYS: hint    ARGV: job, lease_ms
+# Before a claim: make sure the job is looked at when a lease granted now
+# would expire. A due entry is moved too, or a take-over pass that read it
+# just before could settle it away under this claim.
+_TOUCH = r"""
+local now = now_ms()
+local at = now + tonumber(ARGV[2])
+local cur = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if not cur or cur <= now or at < cur then redis.call('ZADD', KEYS[1], num(at), ARGV[1]) end
+return 1
+"""
+
+# Cluster only. KEYS: hint    ARGV: job, seen expiry ('' = sweep), next expiry ('' = none)
+# After a take-over pass: record the job's true next expiry, unless a claim
+# touched the entry since the pass read it (then that claim's entry stays).
+_SETTLE = r"""
+local job, seen, nxt = ARGV[1], ARGV[2], ARGV[3]
+local cur = tonumber(redis.call('ZSCORE', KEYS[1], job))
+if seen == '' then
+  if nxt ~= '' and (not cur or tonumber(nxt) < cur) then redis.call('ZADD', KEYS[1], nxt, job) end
+  return 1
+end
+if cur and cur == tonumber(seen) then
+  if nxt == '' then redis.call('ZREM', KEYS[1], job) else redis.call('ZADD', KEYS[1], nxt, job) end
+end
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class Script:
+    """A script's source and SHA1, computed locally: no load round trip needed.
+
+    Callers send ``EVALSHA`` and fall back to ``EVAL`` (which also caches the
+    script) on ``NOSCRIPT``: after a restart, failover, or on a new cluster node.
+    """
+
+    name: str
+    source: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest())
+
+
+def _script(name: str, body: str) -> Script:
+    return Script(name, _PRELUDE + body)
+
+
+CLAIM = _script("claim", _CLAIM)
+RENEW = _script("renew", _RENEW)
+FINISH = _script("finish", _FINISH)
+HAND_OVER = _script("hand_over", _HAND_OVER)
+TAKE_OVER = _script("take_over", _TAKE_OVER)
+HISTORY = _script("history", _HISTORY)
+DUE = _script("due", _DUE)
+TOUCH = _script("touch", _TOUCH)
+SETTLE = _script("settle", _SETTLE)

@@ -1,0 +1,321 @@
+"""RedisBackend: leases in atomic Lua scripts, on one server or a Redis Cluster.
+
+Each claim, renewal, take-over and finish is one script on one job's keys,
+which share the hash tag ``{<job>}``; lease expiry is judged on Redis ``TIME``
+inside the scripts. The claims due together go out as one pipeline of
+``EVALSHA`` (on a cluster the client sends one pipeline per node, in
+parallel).
+
+Take-over looks first at a per-prefix sorted set, *the hint*: job name to
+the earliest lease expiry of its running runs. On one server the scripts keep
+it exact in the same atomic step. On a cluster it lives in another hash slot,
+so claims ``TOUCH`` it in the same pipeline and take-over passes ``SETTLE``
+it afterwards. Correctness never rests on it: every script decides from the
+job's own keys, and every ``sweep_ms`` a take-over pass checks every job it
+was given, which also repairs the hint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any, ClassVar, Union
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoScriptError, RedisError
+
+from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from anarchon.errors import BackendUnavailableError
+from anarchon.job import Job
+from anarchon.run import Run
+from anarchon.urls import redact_url
+
+from . import _scripts as S
+from ._keys import Keyspace, check_prefix, run_id
+from ._records import base_record, final_record, grant_of, run_of, text
+
+__all__ = ["RedisBackend"]
+
+log = logging.getLogger("anarchon.redis")
+
+Client = Union["Redis", "RedisCluster"]
+Call = tuple[S.Script, list[str], list[Any]]
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _split_cluster_flag(url: str) -> tuple[str, bool | None]:
+    """Take ``cluster=…`` out of the query: redis-py would pass it on to the connection."""
+    parts = urlsplit(url)
+    flag: bool | None = None
+    kept = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key != "cluster":
+            kept.append((key, value))
+        elif value.lower() in _TRUE:
+            flag = True
+        elif value.lower() in _FALSE:
+            flag = False
+        else:
+            raise ValueError(f"cluster={value!r} in the Redis URL must be true or false")
+    return urlunsplit(parts._replace(query=urlencode(kept))), flag
+
+
+class RedisBackend(Backend):
+    """Lease backend on Redis >= 6.2 or Redis Cluster (``redis://``, ``rediss://``).
+
+    ``url`` is used only when no ``client`` is given; a passed-in client
+    (``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``) stays
+    the caller's and is never closed. Cluster mode is on when ``cluster=True``,
+    when the URL carries ``?cluster=true``, or when the client is a
+    ``RedisCluster``. Every key starts with ``prefix``; instances that should
+    share jobs use the same prefix.
+    """
+
+    name: ClassVar[str] = "redis"
+    url_schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        lease=True, history_ttl=True, server_clock=True, multi_process=True
+    )
+
+    def __init__(
+        self,
+        url: str = "redis://localhost:6379/0",
+        client: Client | None = None,
+        prefix: str = "cron:",
+        *,
+        cluster: bool | None = None,
+        sweep_ms: int = 60_000,
+        connect_timeout_ms: int = 5_000,
+    ) -> None:
+        self._keys = Keyspace(check_prefix(prefix))
+        scheme = urlsplit(url).scheme.lower() if isinstance(url, str) else ""
+        if scheme not in self.url_schemes:
+            raise ValueError(
+                f"RedisBackend needs a redis:// or rediss:// URL, got {redact_url(str(url))!r}; "
+                "for example 'redis://localhost:6379/0'"
+            )
+        self._url, url_cluster = _split_cluster_flag(url)
+        if client is not None and not isinstance(client, (Redis, RedisCluster)):
+            raise TypeError(
+                f"client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster, "
+                f"not {type(client).__name__}"
+            )
+        client_cluster = isinstance(client, RedisCluster) if client is not None else None
+        if cluster is None:
+            cluster = client_cluster if client_cluster is not None else bool(url_cluster)
+        elif client_cluster is not None and cluster != client_cluster:
+            raise ValueError(
+                f"cluster={cluster} contradicts the client passed in ({type(client).__name__}); "
+                "leave cluster unset to follow the client"
+            )
+        for option, value in (("sweep_ms", sweep_ms), ("connect_timeout_ms", connect_timeout_ms)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{option}={value!r} must be a positive integer (milliseconds)")
+        self.prefix = prefix
+        self.cluster = cluster
+        self.sweep_ms = sweep_ms
+        self.connect_timeout_ms = connect_timeout_ms
+        self._client: Client | None = client
+        self._owns_client = client is None
+        self._last_sweep: float | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisBackend:
+        return cls(url=url)
+
+    def __repr__(self) -> str:
+        where = f"client=<{type(self._client).__name__}>" if not self._owns_client else f"url={redact_url(self._url)!r}"
+        return f"RedisBackend({where}, prefix={self.prefix!r}, cluster={self.cluster})"
+
+    # -- connection ---------------------------------------------------------
+
+    def _redis(self) -> Client:
+        if self._client is None:
+            timeout = self.connect_timeout_ms / 1000
+            if self.cluster:
+                self._client = RedisCluster.from_url(self._url, socket_connect_timeout=timeout)
+            else:
+                self._client = Redis.from_url(self._url, socket_connect_timeout=timeout)
+        return self._client
+
+    async def start(self) -> None:
+        try:
+            await asyncio.wait_for(self._redis().ping(), self.connect_timeout_ms / 1000)
+        except (RedisError, OSError, asyncio.TimeoutError) as exc:
+            raise BackendUnavailableError(
+                f"cannot reach Redis at {redact_url(self._url) if self._owns_client else 'the client passed in'} "
+                f"within {self.connect_timeout_ms} ms ({type(exc).__name__}: {exc}); check that the server runs "
+                "and the URL, password and TLS settings are right"
+            ) from exc
+
+    async def close(self) -> None:
+        if self._owns_client and self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    # -- scripts ------------------------------------------------------------
+
+    async def _call(self, script: S.Script, keys: list[str], args: list[Any]) -> Any:
+        client = self._redis()
+        try:
+            return await client.evalsha(script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await client.eval(script.source, len(keys), *keys, *args)
+
+    async def _calls(self, calls: Sequence[Call], *, strict: int | None = None) -> list[Any]:
+        """Run scripts in one pipeline; ``NOSCRIPT`` answers are sent again as ``EVAL``.
+
+        ``NOSCRIPT`` means the script did not run, so sending it again is safe.
+        An error in the first ``strict`` replies (all by default) is raised; the
+        others are left in the list for the caller.
+        """
+        if len(calls) == 1:
+            script, keys, args = calls[0]
+            return [await self._call(script, keys, args)]
+        results = await self._pipeline([(s.sha, k, a, False) for s, k, a in calls])
+        missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+        if missing:
+            again = await self._pipeline([(calls[i][0].source, calls[i][1], calls[i][2], True) for i in missing])
+            for i, result in zip(missing, again, strict=True):
+                results[i] = result
+        for result in results[:strict]:
+            if isinstance(result, Exception):
+                raise result
+        return results
+
+    async def _pipeline(self, commands: list[tuple[str, list[str], list[Any], bool]]) -> list[Any]:
+        pipe = self._redis().pipeline(transaction=False)
+        for body, keys, args, full in commands:
+            if full:
+                pipe.eval(body, len(keys), *keys, *args)
+            else:
+                pipe.evalsha(body, len(keys), *keys, *args)
+        results: list[Any] = await pipe.execute(raise_on_error=False)
+        return results
+
+    def _hint(self) -> list[str]:
+        """The hint as a script's last key, on one server only (it is another slot on a cluster)."""
+        return [] if self.cluster else [self._keys.hint]
+
+    # -- claiming -------------------------------------------------------------
+
+    def _claim_call(self, c: Claim) -> Call:
+        o = c.job.options
+        k = self._keys.job(c.job.name)
+        args = [
+            run_id(c.slot_ms, c.manual),
+            c.slot_ms,
+            int(c.manual),
+            c.token,
+            int(o.overlap == "skip"),
+            o.lease_ms,
+            o.history_size,
+            o.history_ttl_ms or 0,
+            base_record(c),
+            c.job.name,
+        ]
+        return S.CLAIM, [k.state, k.runs, k.order, k.live, *self._hint()], args
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        if not claims:
+            return []
+        calls = [self._claim_call(c) for c in claims]
+        if self.cluster:
+            calls += [(S.TOUCH, [self._keys.hint], [c.job.name, c.job.options.lease_ms]) for c in claims]
+        replies = await self._calls(calls, strict=len(claims))
+        for failed in {type(r).__name__: r for r in replies[len(claims) :] if isinstance(r, Exception)}.values():
+            log.warning("could not update the take-over hint (the next sweep repairs it): %s", failed)
+        return [self._claim_result(reply) for reply in replies[: len(claims)]]
+
+    @staticmethod
+    def _claim_result(reply: list[Any]) -> ClaimResult:
+        outcome = Outcome(text(reply[0]))
+        if outcome is Outcome.WON:
+            return ClaimResult(outcome, grant_of(reply[1]))
+        if outcome is Outcome.SKIPPED:
+            return ClaimResult(outcome, record=run_of(reply[1]))
+        return ClaimResult(outcome)
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        k = self._keys.job(grant.job)
+        args = [run_id(grant.slot_ms, grant.manual), grant.token, final_record(run), grant.job]
+        return bool(await self._call(S.FINISH, [k.runs, k.live, *self._hint()], args))
+
+    async def history(self, job: str, limit: int = 100) -> list[Run]:
+        if limit < 1:
+            return []
+        k = self._keys.job(job)
+        return [run_of(raw) for raw in await self._call(S.HISTORY, [k.runs, k.order], [limit])]
+
+    async def now_ms(self) -> int:
+        seconds, micros = await self._redis().time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    # -- lease tier -------------------------------------------------------------
+
+    async def renew(self, grants: Sequence[Grant]) -> list[bool]:
+        if not grants:
+            return []
+        calls: list[Call] = []
+        for g in grants:
+            k = self._keys.job(g.job)
+            calls.append((S.RENEW, [k.runs, k.live, *self._hint()], [run_id(g.slot_ms, g.manual), g.token, g.job]))
+        return [bool(r) for r in await self._calls(calls)]
+
+    async def hand_over(self, grant: Grant) -> bool:
+        k = self._keys.job(grant.job)
+        args = [run_id(grant.slot_ms, grant.manual), grant.token, grant.job]
+        done = bool(await self._call(S.HAND_OVER, [k.runs, k.live, *self._hint()], args))
+        if done and self.cluster:
+            await self._call(S.TOUCH, [self._keys.hint], [grant.job, 0])
+        return done
+
+    async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
+        if not jobs:
+            return []
+        sweep = self._last_sweep is None or time.monotonic() - self._last_sweep >= self.sweep_ms / 1000
+        seen: dict[str, str] = {}
+        if sweep:
+            candidates = list(jobs)
+        else:
+            reply = await self._call(S.DUE, [self._keys.hint], [])
+            due = {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
+            candidates = [j for j in jobs if j.name in due]
+            seen = {j.name: due[j.name] for j in candidates}
+        if not candidates:
+            return []
+        nonce = uuid.uuid4().hex
+        calls: list[Call] = []
+        for job in candidates:
+            k = self._keys.job(job.name)
+            args = [instance, job.options.max_attempts, job.options.lease_ms, nonce, job.name]
+            calls.append((S.TAKE_OVER, [k.state, k.runs, k.live, *self._hint()], args))
+        replies = await self._calls(calls)
+        if sweep:
+            self._last_sweep = time.monotonic()
+        if self.cluster:
+            settles: list[Call] = []
+            for job, reply in zip(candidates, replies, strict=True):
+                nxt = text(reply[0]) if reply[0] is not None else ""
+                settles.append((S.SETTLE, [self._keys.hint], [job.name, seen.get(job.name, ""), nxt]))
+            try:
+                await self._calls(settles)
+            except RedisError as exc:  # the runs are ours already: run them, repair the hint later
+                log.warning("could not update the take-over hint (the next sweep repairs it): %s", exc)
+        return [ClaimResult(Outcome.WON, grant_of(raw)) for reply in replies for raw in reply[1:]]
+
+    async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
+        if not jobs:
+            return {}
+        pipe = self._redis().pipeline(transaction=False)
+        for job in jobs:
+            pipe.hget(self._keys.job(job.name).state, "mark")
+        values = await pipe.execute()
+        return {job.name: int(v) if v is not None else None for job, v in zip(jobs, values, strict=True)}
