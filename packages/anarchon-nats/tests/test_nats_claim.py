@@ -1,0 +1,184 @@
+"""How one instance wins: de-duplication on Nats-Msg-Id, tokens, batches, races."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+from nats_helpers import make_job, now_ms, token
+
+from anarchon.backend import Claim, Outcome
+from anarchon_nats import NatsBackend
+
+pytestmark = pytest.mark.nats
+
+
+async def test_claim_is_published_on_the_claims_subject_with_the_slot_msg_id(backends, names, client) -> None:
+    (b,) = await backends()
+    job = make_job("sync")
+    slot = 1_791_633_610_000
+    (result,) = await b.claim([Claim(job, slot, "a", token(), now_ms())])
+    assert result.outcome is Outcome.WON
+    stored = await client.jetstream().get_last_msg(names.stream, f"{names.prefix}sync.claims")
+    assert stored.headers is not None
+    assert stored.headers["Nats-Msg-Id"] == f"sync:{slot}"
+
+
+async def test_first_claim_wins_and_a_foreign_token_loses(backends) -> None:
+    a, b = await backends(2)
+    job = make_job()
+    (won,) = await a.claim([Claim(job, 1000, "a", "tok-a", now_ms())])
+    (lost,) = await b.claim([Claim(job, 1000, "b", "tok-b", now_ms())])
+    assert won.outcome is Outcome.WON
+    assert won.grant is not None
+    assert won.grant.token == "tok-a"
+    assert won.grant.fencing is None
+    assert lost.outcome is Outcome.LOST
+    assert lost.grant is None
+
+
+async def test_duplicate_ack_carries_the_stored_seq_and_duplicate_is_none_when_stored(names, backends, client) -> None:
+    """BROKER-NOTES: PubAck.duplicate is None (not False) for a stored message."""
+    await backends()
+    js = client.jetstream()
+    subject, headers = f"{names.prefix}sync.claims", {"Nats-Msg-Id": "sync:5"}
+    first = await js.publish(subject, b"{}", headers=dict(headers))
+    again = await js.publish(subject, b"{}", headers=dict(headers))
+    assert first.duplicate is None
+    assert again.duplicate is True
+    assert again.seq == first.seq
+
+
+async def test_a_retried_claim_with_the_same_token_is_still_won(backends) -> None:
+    """The client's first answer was lost; the retry gets a duplicate ack but the stored token is its own."""
+    a, other = await backends(2)
+    job = make_job()
+    c = Claim(job, 2000, "a", token(), now_ms())
+    (first,) = await a.claim([c])
+    (retry,) = await a.claim([c])
+    assert first.outcome is Outcome.WON
+    assert retry.outcome is Outcome.WON
+    assert retry.grant == first.grant
+    (on_another_object,) = await other.claim([c])  # same token, another connection: still that claim
+    assert on_another_object.outcome is Outcome.WON
+
+
+async def test_a_claim_that_reached_the_stream_before_its_ack_was_lost_is_won_on_retry(backends, names, client) -> None:
+    """Simulates the lost ack: the claim is stored by hand, then the client retries."""
+    from anarchon_nats._records import encode_claim
+
+    (b,) = await backends()
+    job = make_job()
+    c = Claim(job, 3000, "a", token(), now_ms() - 50)
+    await client.jetstream().publish(
+        f"{names.prefix}sync.claims", encode_claim(c), headers={"Nats-Msg-Id": "sync:3000"}
+    )
+    (result,) = await b.claim([c])
+    assert result.outcome is Outcome.WON
+    assert result.grant is not None
+    assert result.grant.started_at_ms == c.now_ms
+    (foreign,) = await b.claim([Claim(job, 3000, "b", token(), now_ms())])
+    assert foreign.outcome is Outcome.LOST
+
+
+async def test_a_duplicate_whose_stored_claim_was_trimmed_is_lost(backends) -> None:
+    """The ID is still remembered but the message is gone: the token cannot be checked, so never run."""
+    (b,) = await backends(history_size=1)
+    job = make_job(history_size=1)
+    c = Claim(job, 1000, "a", token(), now_ms())
+    assert (await b.claim([c]))[0].outcome is Outcome.WON
+    assert (await b.claim([Claim(job, 2000, "a", token(), now_ms())]))[0].outcome is Outcome.WON
+    (retry,) = await b.claim([c])
+    assert retry.outcome is Outcome.LOST
+
+
+async def test_slots_and_jobs_are_independent(backends) -> None:
+    a, b = await backends(2)
+    sync, report = make_job("sync"), make_job("report")
+    results = await a.claim([Claim(sync, 1000, "a", token(), now_ms()), Claim(report, 1000, "a", token(), now_ms())])
+    assert [r.outcome for r in results] == [Outcome.WON, Outcome.WON]
+    results = await b.claim([Claim(sync, 1000, "b", token(), now_ms()), Claim(sync, 2000, "b", token(), now_ms())])
+    assert [r.outcome for r in results] == [Outcome.LOST, Outcome.WON]
+
+
+async def test_manual_runs_never_collide_with_scheduled_slots(backends, names, client) -> None:
+    a, b = await backends(2)
+    job = make_job()
+    scheduled = Claim(job, 5000, "a", token(), now_ms())
+    manual = Claim(job, 5000, "b", token(), now_ms(), manual=True)
+    assert (await a.claim([scheduled]))[0].outcome is Outcome.WON
+    (won,) = await b.claim([manual])
+    assert won.outcome is Outcome.WON
+    assert won.grant is not None
+    assert won.grant.manual is True
+    assert (await b.claim([manual]))[0].outcome is Outcome.WON  # its own retry
+    assert (await a.claim([Claim(job, 5000, "a", token(), now_ms(), manual=True)]))[0].outcome is Outcome.LOST
+    stored = await client.jetstream().get_last_msg(names.stream, f"{names.prefix}sync.claims")
+    assert stored.headers is not None
+    assert stored.headers["Nats-Msg-Id"] == "sync:5000:manual"
+
+
+async def test_a_batch_is_pipelined_every_publish_sent_before_any_ack_is_awaited(backends) -> None:
+    (b,) = await backends()
+    job = make_job()
+    events: list[str] = []
+    js = b._js
+    assert js is not None
+    original = js.publish
+
+    async def traced(*args: Any, **kw: Any) -> Any:
+        events.append("send")
+        ack = await original(*args, **kw)
+        events.append("ack")
+        return ack
+
+    js.publish = traced  # type: ignore[method-assign]
+    claims = [Claim(job, 10_000 + i, "a", token(), now_ms()) for i in range(50)]
+    results = await b.claim(claims)
+    assert all(r.outcome is Outcome.WON for r in results)
+    assert events == ["send"] * 50 + ["ack"] * 50
+
+
+async def test_a_batch_answers_line_up_with_the_claims(backends) -> None:
+    a, b = await backends(2)
+    job = make_job()
+    await a.claim([Claim(job, s, "a", token(), now_ms()) for s in (1, 3, 5)])
+    results = await b.claim([Claim(job, s, "b", token(), now_ms()) for s in (1, 2, 3, 4, 5, 6)])
+    assert [r.outcome for r in results] == [Outcome.LOST, Outcome.WON] * 3
+    assert [r.grant.slot_ms for r in results if r.grant] == [2, 4, 6]
+
+
+@pytest.mark.slow
+async def test_many_instances_racing_over_many_slots_get_one_winner_per_slot(backends) -> None:
+    instances = await backends(10)
+    jobs = [make_job(f"race-{i}") for i in range(3)]
+    slots = [100_000 + i * 1000 for i in range(150)]
+    winners: Counter[tuple[str, int]] = Counter()
+    answers: Counter[tuple[str, int]] = Counter()
+
+    async def instance(idx: int, b: NatsBackend) -> None:
+        order = [(job, slot) for job in jobs for slot in slots]
+        random.Random(idx).shuffle(order)
+        for start in range(0, len(order), 25):
+            batch = [Claim(job, slot, f"i{idx}", token(), now_ms()) for job, slot in order[start : start + 25]]
+            for c, r in zip(batch, await b.claim(batch), strict=True):
+                answers[(c.job.name, c.slot_ms)] += 1
+                if r.outcome is Outcome.WON:
+                    winners[(c.job.name, c.slot_ms)] += 1
+                else:
+                    assert r.outcome is Outcome.LOST
+
+    await asyncio.gather(*(instance(i, b) for i, b in enumerate(instances)))
+    assert len(answers) == len(jobs) * len(slots)
+    assert set(answers.values()) == {len(instances)}
+    assert len(winners) == len(jobs) * len(slots)
+    assert set(winners.values()) == {1}
+
+
+async def test_claim_before_start_says_what_to_do(names) -> None:
+    b = NatsBackend(stream=names.stream, prefix=names.prefix)
+    with pytest.raises(RuntimeError, match=r"call start\(\)"):
+        await b.claim([Claim(make_job(), 1, "a", token(), now_ms())])
