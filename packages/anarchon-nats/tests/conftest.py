@@ -111,7 +111,7 @@ def servers(request: pytest.FixtureRequest) -> Servers:
     root = Path(tempfile.mkdtemp(prefix="anarchon-nats-"))
     pool = Servers(root)
     # Finalizers, registered before any server starts, run even when setup or a test fails.
-    request.addfinalizer(lambda: shutil.rmtree(root, ignore_errors=True))  # noqa: PT021
+    request.addfinalizer(lambda: shutil.rmtree(root, ignore_errors=True))
     request.addfinalizer(pool.kill_all)  # noqa: PT021
     atexit.register(pool.kill_all)
     return pool
