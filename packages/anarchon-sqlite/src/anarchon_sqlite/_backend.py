@@ -95,6 +95,8 @@ class SQLiteBackend(Backend):
         self.busy_timeout_ms = busy_timeout_ms
         self.synchronous = synchronous
         self._conn: aiosqlite.Connection | None = None
+        #: The host clock that judges leases; replaced only by this package's tests.
+        self._clock: Callable[[], int] = _store.wall_ms
         self._broken = False
 
     @classmethod
@@ -220,15 +222,19 @@ class SQLiteBackend(Backend):
             raise
         return result
 
+    async def _write(self, body: _store.Body[T]) -> T:
+        clock = self._clock
+        return await self._call(lambda conn: _store.transaction(conn, body, clock))
+
     # -- claiming --------------------------------------------------------------------
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         if not claims:
             return []
-        return await self._call(lambda conn: _store.claim(conn, claims))
+        return await self._write(_store.claim(claims))
 
     async def finish(self, grant: Grant, run: Run) -> bool:
-        return await self._call(lambda conn: _store.finish(conn, grant, run))
+        return await self._write(_store.finish(grant, run))
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         return await self._call(lambda conn: _store.history(conn, job, limit))
@@ -238,15 +244,15 @@ class SQLiteBackend(Backend):
     async def renew(self, grants: Sequence[Grant]) -> list[bool]:
         if not grants:
             return []
-        return await self._call(lambda conn: _store.renew(conn, grants))
+        return await self._write(_store.renew(grants))
 
     async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
         if not jobs:
             return []
-        return await self._call(lambda conn: _store.take_over(conn, jobs, instance))
+        return await self._write(_store.take_over(jobs, instance))
 
     async def hand_over(self, grant: Grant) -> bool:
-        return await self._call(lambda conn: _store.hand_over(conn, grant))
+        return await self._write(_store.hand_over(grant))
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         if not jobs:

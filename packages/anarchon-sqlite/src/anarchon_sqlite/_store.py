@@ -1,6 +1,7 @@
 """The lease rules of :mod:`anarchon.backend` as SQL, one transaction per call.
 
-Each public function runs on the connection's own thread, whole: it takes
+Each write (a :data:`Body` built by :func:`claim`, :func:`renew`…) runs
+through :func:`transaction` on the connection's own thread, whole: it takes
 the write lock (``BEGIN IMMEDIATE``), reads the host clock under that lock,
 does what :class:`anarchon.memory.MemoryStore` does under its lock, and
 commits. Doing the whole transaction in one call on that thread, rather than
@@ -36,6 +37,7 @@ __all__ = [
     "marks",
     "renew",
     "take_over",
+    "transaction",
     "wall_ms",
 ]
 
@@ -139,7 +141,11 @@ def _clear(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
-def transaction(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection, int], T]) -> T:
+#: A write: what one transaction does, given the connection and the host clock's now.
+Body = Callable[[sqlite3.Connection, int], T]
+
+
+def transaction(conn: sqlite3.Connection, body: Body[T], clock: Callable[[], int] = wall_ms) -> T:
     """Run ``body(conn, now_ms)`` as one ``BEGIN IMMEDIATE`` transaction.
 
     ``now_ms`` is read after the write lock is held, so the transactions of
@@ -148,7 +154,7 @@ def transaction(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection, in
     _clear(conn)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        result = body(conn, wall_ms())
+        result = body(conn, clock())
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -245,9 +251,9 @@ def _trim(conn: sqlite3.Connection, job: Job, kept: int, now: int) -> int:
     return kept
 
 
-def claim(conn: sqlite3.Connection, claims: Sequence[Claim]) -> list[ClaimResult]:
+def claim(claims: Sequence[Claim]) -> Body[list[ClaimResult]]:
     """Decide a batch of claims, in order, in one transaction."""
-    return transaction(conn, lambda conn, now: [_claim_one(conn, c, now) for c in claims])
+    return lambda conn, now: [_claim_one(conn, c, now) for c in claims]
 
 
 # -- the owner's calls -------------------------------------------------------------------
@@ -257,7 +263,7 @@ def _key(grant: Grant) -> tuple[str, int, int, str]:
     return (grant.job, grant.slot_ms, int(grant.manual), grant.token)
 
 
-def renew(conn: sqlite3.Connection, grants: Sequence[Grant]) -> list[bool]:
+def renew(grants: Sequence[Grant]) -> Body[list[bool]]:
     def body(conn: sqlite3.Connection, now: int) -> list[bool]:
         return [
             conn.execute(
@@ -268,10 +274,10 @@ def renew(conn: sqlite3.Connection, grants: Sequence[Grant]) -> list[bool]:
             for g in grants
         ]
 
-    return transaction(conn, body)
+    return body
 
 
-def finish(conn: sqlite3.Connection, grant: Grant, run: Run) -> bool:
+def finish(grant: Grant, run: Run) -> Body[bool]:
     def body(conn: sqlite3.Connection, now: int) -> bool:
         cursor = conn.execute(
             _FINISH,
@@ -282,15 +288,15 @@ def finish(conn: sqlite3.Connection, grant: Grant, run: Run) -> bool:
         )  # fmt: skip
         return cursor.rowcount == 1
 
-    return transaction(conn, body)
+    return body
 
 
-def hand_over(conn: sqlite3.Connection, grant: Grant) -> bool:
+def hand_over(grant: Grant) -> Body[bool]:
     def body(conn: sqlite3.Connection, now: int) -> bool:
         cursor = conn.execute(_HAND_OVER, (now, *_key(grant)))
         return cursor.rowcount == 1
 
-    return transaction(conn, body)
+    return body
 
 
 # -- the backups' calls --------------------------------------------------------------------
@@ -325,8 +331,8 @@ def _take_over_job(conn: sqlite3.Connection, job: Job, instance: str, now: int) 
     return won
 
 
-def take_over(conn: sqlite3.Connection, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
-    return transaction(conn, lambda conn, now: [r for job in jobs for r in _take_over_job(conn, job, instance, now)])
+def take_over(jobs: Sequence[Job], instance: str) -> Body[list[ClaimResult]]:
+    return lambda conn, now: [r for job in jobs for r in _take_over_job(conn, job, instance, now)]
 
 
 # -- reads ------------------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""Claims: one winner per slot among racing instances, retries, the mark, batches."""
+
+from __future__ import annotations
+
+import asyncio
+
+from anarchon.backend import Outcome
+from anarchon.run import RunStatus
+
+SLOT = 1_800_000_000_000
+
+
+async def test_eight_instances_one_winner_per_slot(instances, make_job, make_claim):
+    racers = await instances(8)
+    job = make_job("race", overlap="allow", history_size=10_000)
+    winners: dict[int, list[str]] = {}
+    for n in range(150):
+        slot = SLOT + n * 1000
+        answers = await asyncio.gather(*(b.claim([make_claim(job, slot, f"i{i}")]) for i, b in enumerate(racers)))
+        outcomes = [a[0].outcome for a in answers]
+        assert set(outcomes) <= {Outcome.WON, Outcome.LOST}
+        winners[slot] = [f"i{i}" for i, a in enumerate(answers) if a[0].won]
+    assert all(len(w) == 1 for w in winners.values()), {s: w for s, w in winners.items() if len(w) != 1}
+    history = await racers[3].history("race", limit=1000)
+    assert [r.slot_ms for r in history] == sorted(winners, reverse=True)
+    assert all(r.instance == winners[r.slot_ms][0] for r in history)
+    # fencing grows with every grant, in slot order
+    assert [r.fencing for r in reversed(history)] == list(range(1, 151))
+
+
+async def test_batches_race_and_each_job_has_one_winner(instances, make_job, make_claim):
+    racers = await instances(8)
+    jobs = [make_job(f"j{k}", overlap="allow") for k in range(25)]
+    for n in range(10):
+        slot = SLOT + n * 1000
+        answers = await asyncio.gather(
+            *(b.claim([make_claim(job, slot, f"i{i}") for job in jobs]) for i, b in enumerate(racers))
+        )
+        for k in range(len(jobs)):
+            assert sum(a[k].won for a in answers) == 1
+
+
+async def test_a_batch_is_one_transaction(instances, make_job, make_claim):
+    (backend,) = await instances(1)
+    statements: list[str] = []
+    assert backend._conn is not None
+    await backend._conn.set_trace_callback(statements.append)
+    jobs = [make_job(f"j{k}") for k in range(40)]
+    results = await backend.claim([make_claim(job, SLOT) for job in jobs])
+    assert all(r.won for r in results)
+    assert statements.count("BEGIN IMMEDIATE") == 1
+    assert statements.count("COMMIT") == 1
+
+
+async def test_retried_claim_gets_its_first_answer(instances, make_job, make_claim):
+    a, b = await instances(2)
+    job = make_job("retry")
+    first = make_claim(job, SLOT, "a", token="tok-a")
+    (won,) = await a.claim([first])
+    (again,) = await a.claim([first])
+    assert won.won
+    assert again.won
+    assert again.grant == won.grant
+    (other,) = await b.claim([make_claim(job, SLOT, "b")])
+    assert other.outcome is Outcome.LOST
+
+    # a skipped answer is repeated with the same record
+    skip = make_claim(job, SLOT + 1000, "b", token="tok-b")
+    (skipped,) = await b.claim([skip])
+    (skipped_again,) = await b.claim([skip])
+    assert skipped.outcome is skipped_again.outcome is Outcome.SKIPPED
+    assert skipped.record == skipped_again.record
+
+    # once the run finished, the retry no longer wins
+    assert won.grant is not None
+    done = (await a.history("retry", 10))[-1].replace(status=RunStatus.SUCCEEDED, duration_ms=5)
+    assert await a.finish(won.grant, done)
+    (late,) = await a.claim([first])
+    assert late.outcome is Outcome.LOST
+
+
+async def test_mark_refuses_old_and_equal_slots(instances, make_job, make_claim):
+    a, b = await instances(2)
+    job = make_job("mark", overlap="allow")
+    assert (await a.claim([make_claim(job, SLOT + 5000, "a")]))[0].won
+    assert (await b.claim([make_claim(job, SLOT + 1000, "b")]))[0].outcome is Outcome.LOST
+    assert (await b.claim([make_claim(job, SLOT + 5000, "b")]))[0].outcome is Outcome.LOST
+    assert (await a.marks([job])) == {"mark": SLOT + 5000}
+    # nothing was recorded for the refused slot
+    assert [r.slot_ms for r in await a.history("mark")] == [SLOT + 5000]
+
+
+async def test_manual_runs_neither_check_nor_move_the_mark(instances, make_job, make_claim):
+    (a,) = await instances(1)
+    job = make_job("manual", overlap="allow")
+    assert (await a.claim([make_claim(job, SLOT + 9000)]))[0].won
+    (manual,) = await a.claim([make_claim(job, SLOT, manual=True)])
+    assert manual.won
+    assert manual.grant is not None
+    assert manual.grant.manual
+    assert await a.marks([job]) == {"manual": SLOT + 9000}
+    # the same slot, scheduled and manual, are two records; manual listed first
+    (both,) = await a.claim([make_claim(job, SLOT + 9000, manual=True)])
+    assert both.won
+    history = await a.history("manual")
+    assert [(r.slot_ms, r.manual) for r in history] == [(SLOT + 9000, True), (SLOT + 9000, False), (SLOT, True)]
+
+
+async def test_jobs_and_slots_are_independent(instances, make_job, make_claim):
+    a, b = await instances(2)
+    one, two = make_job("one"), make_job("two")
+    (r1,) = await a.claim([make_claim(one, SLOT, "a")])
+    (r2,) = await b.claim([make_claim(two, SLOT, "b")])
+    assert r1.won
+    assert r2.won
+    assert r1.grant is not None
+    assert r2.grant is not None
+    assert r1.grant.fencing == r2.grant.fencing == 1  # one counter per job
+    assert await a.marks([one, two, make_job("never")]) == {"one": SLOT, "two": SLOT, "never": None}
+
+
+async def test_claim_records_the_instance_clock_but_leases_use_the_host_clock(instances, make_job, make_claim):
+    """An instance whose clock is years behind still holds a full lease on the host's clock."""
+    a, b = await instances(2)
+    job = make_job("skewed", lease_ms=60_000)
+    (won,) = await a.claim([make_claim(job, SLOT, "a", now_ms=1_000)])
+    assert won.won
+    assert won.grant is not None
+    assert won.grant.started_at_ms == 1_000
+    assert await b.take_over([job], "b") == []
+    (run,) = await b.history("skewed")
+    assert run.started_at is not None
+    assert run.started_at.year == 1970
+    assert run.status is RunStatus.RUNNING
+
+
+async def test_empty_batches_cost_nothing(instances):
+    (a,) = await instances(1)
+    assert await a.claim([]) == []
+    assert await a.renew([]) == []
+    assert await a.take_over([], "a") == []
+    assert await a.marks([]) == {}
