@@ -1,0 +1,13 @@
+"""Registers :class:`RabbitMQBackend` through the ``anarchon`` entry point."""
+
+from __future__ import annotations
+
+from anarchon.backend import Backend
+from anarchon.hookspecs import hookimpl
+
+from .backend import RabbitMQBackend
+
+
+@hookimpl
+def anarchon_register_backends() -> list[type[Backend]]:
+    return [RabbitMQBackend]

@@ -1,0 +1,331 @@
+"""RabbitMQBackend: a claim backend on per-run gate queues and publisher confirms."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+from urllib.parse import urlsplit
+
+import aio_pika
+import aio_pika.abc
+from aiormq.exceptions import ChannelNotFoundEntity, ChannelPreconditionFailed, PublishError
+from pamqp import commands as spec
+
+from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from anarchon.errors import BackendUnavailableError, InvalidJobError
+from anarchon.options import JobOptions, check_job_name
+from anarchon.run import Run, RunStatus, ms_to_datetime
+from anarchon.urls import redact_url
+
+from ._channels import ChannelPool
+from ._gate import claim_gate
+from ._history import encode_record, fold, read_stream, stream_arguments
+from ._names import check_prefix, check_slot_ttl_ms, gate_arguments, gate_queue, history_queue
+
+if TYPE_CHECKING:
+    from anarchon.job import Job
+
+__all__ = ["RabbitMQBackend"]
+
+log = logging.getLogger("anarchon_rabbitmq")
+
+CONNECT_TIMEOUT_S = 10.0
+#: Longest wait for one broker answer; past it a claim is UNKNOWN.
+OPERATION_TIMEOUT_S = 30.0
+#: Claims (and history writes) in flight at once, one confirm channel each.
+POOL_SIZE = 32
+#: A won token is remembered this long after the run's last possible claim.
+_REMEMBER_SLACK_MS = 60_000
+
+
+@dataclass
+class _Session:
+    """One connection and what was opened on it; replaced when the connection is lost."""
+
+    connection: aio_pika.abc.AbstractConnection
+    pool: ChannelPool
+    streams: set[str] = field(default_factory=set)
+    declaring: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+
+@dataclass
+class _Won:
+    grant: Grant
+    until_ms: int
+    finished: bool = False
+
+
+class RabbitMQBackend(Backend):
+    """Claim-only backend on RabbitMQ >= 3.9 (``amqp://``, ``amqps://``).
+
+    Each run has a gate queue, ``<prefix><job>.slot.<slot_ms>`` (manual runs:
+    ``<prefix><job>.manual.<slot_ms>``), holding one message and rejecting the
+    rest; the instance whose publish the broker acks runs the slot. History
+    lives in a stream queue per job, ``<prefix><job>.history``.
+
+    A ``connection`` passed in stays yours: the backend opens channels on it
+    and never closes it.
+    """
+
+    name: ClassVar[str] = "rabbitmq"
+    url_schemes: ClassVar[tuple[str, ...]] = ("amqp", "amqps")
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        lease=False, history_ttl=False, server_clock=False, idempotent_claim=True, multi_process=True
+    )
+
+    def __init__(
+        self,
+        url: str = "amqp://localhost",
+        connection: aio_pika.abc.AbstractConnection | None = None,
+        prefix: str = "cron.",
+        slot_ttl_ms: int = 300_000,
+    ) -> None:
+        if not isinstance(url, str) or (connection is None and urlsplit(url).scheme.lower() not in self.url_schemes):
+            raise ValueError(
+                f"url={redact_url(url) if isinstance(url, str) else url!r} must be an AMQP URL such as "
+                "'amqp://user:password@rabbit.internal/' or 'amqps://rabbit.internal/'"
+            )
+        if connection is not None and not isinstance(connection, aio_pika.abc.AbstractConnection):
+            raise TypeError(
+                f"connection={connection!r} must be an aio-pika connection (aio_pika.connect_robust(...)), "
+                "or None to let the backend connect to url"
+            )
+        self.url = url
+        self.prefix = check_prefix(prefix)
+        self.slot_ttl_ms = check_slot_ttl_ms(slot_ttl_ms)
+        self._given = connection
+        self._gate_arguments = gate_arguments(self.slot_ttl_ms)
+        self._session_now: _Session | None = None
+        self._connecting = asyncio.Lock()
+        self._won: OrderedDict[str, _Won] = OrderedDict()
+        self._history_sizes: dict[str, int] = {}
+
+    @classmethod
+    def from_url(cls, url: str) -> RabbitMQBackend:
+        return cls(url=url)
+
+    def __repr__(self) -> str:
+        where = "connection=<caller's connection>" if self._given is not None else f"url={redact_url(self.url)!r}"
+        return f"RabbitMQBackend({where}, prefix={self.prefix!r}, slot_ttl_ms={self.slot_ttl_ms})"
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._session()
+
+    async def close(self) -> None:
+        async with self._connecting:
+            session, self._session_now = self._session_now, None
+        if session is None:
+            return
+        for task in session.declaring.values():
+            task.cancel()
+        await session.pool.close()
+        if self._given is None and not session.connection.is_closed:
+            await session.connection.close()
+
+    async def _session(self) -> _Session:
+        session = self._session_now
+        if session is not None and not session.connection.is_closed:
+            return session
+        async with self._connecting:
+            session = self._session_now
+            if session is not None and not session.connection.is_closed:
+                return session
+            if session is not None:
+                await session.pool.close()
+            connection = self._given if self._given is not None else await self._connect()
+            if connection.is_closed:
+                raise BackendUnavailableError(
+                    "the aio-pika connection given to RabbitMQBackend is closed; it is yours to reopen "
+                    "(aio_pika.connect_robust reconnects by itself)"
+                )
+            self._session_now = _Session(connection, ChannelPool(connection, POOL_SIZE))
+            return self._session_now
+
+    async def _connect(self) -> aio_pika.abc.AbstractConnection:
+        try:
+            return await aio_pika.connect(
+                self.url, timeout=CONNECT_TIMEOUT_S, client_properties={"connection_name": "anarchon-rabbitmq"}
+            )
+        except Exception as exc:
+            raise BackendUnavailableError(
+                f"cannot connect to RabbitMQ at {redact_url(self.url)}: {self._scrub(exc)}; check that the "
+                "broker runs and the URL, user and password are right"
+            ) from None
+
+    def _scrub(self, exc: BaseException) -> str:
+        text = f"{type(exc).__name__}: {exc}"
+        password = urlsplit(self.url).password
+        return text.replace(password, "***") if password else text
+
+    # -- jobs ----------------------------------------------------------------
+
+    def check_job(self, job: Job) -> None:
+        opts: JobOptions = job.options
+        if opts.jitter_ms + opts.max_late_ms >= self.slot_ttl_ms:
+            raise InvalidJobError(
+                f"job {job.name!r} on backend 'rabbitmq': jitter_ms + max_late_ms = {opts.jitter_ms} + "
+                f"{opts.max_late_ms} = {opts.jitter_ms + opts.max_late_ms} ms must be shorter than "
+                f"slot_ttl_ms={self.slot_ttl_ms}, or a very late instance could run a slot again after its "
+                "gate queue expired; lower max_late_ms or jitter_ms, or raise slot_ttl_ms "
+                "(RabbitMQBackend(slot_ttl_ms=...))",
+                option="max_late_ms",
+                value=opts.max_late_ms,
+            )
+
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        session = await self._session()
+        for job in jobs:
+            self._history_sizes[job.name] = job.options.history_size
+        await asyncio.gather(*(self._ensure_stream(session, job.name) for job in jobs))
+
+    # -- claiming --------------------------------------------------------------
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        session = await self._session()
+        self._forget_old()
+        answers = await asyncio.gather(*(self._claim_one(session, c) for c in claims), return_exceptions=True)
+        failures = [a for a in answers if isinstance(a, BaseException)]
+        if failures and len(failures) == len(answers):
+            raise failures[0]
+        results: list[ClaimResult] = []
+        for c, answer in zip(claims, answers, strict=True):
+            if isinstance(answer, BaseException):
+                log.error("claim of job %s, slot %s failed: %s; not running it", c.job.name, c.slot_ms, answer)
+                results.append(ClaimResult(Outcome.UNKNOWN))
+            else:
+                results.append(answer)
+        return results
+
+    async def _claim_one(self, session: _Session, c: Claim) -> ClaimResult:
+        known = self._won.get(c.token)
+        if known is not None:
+            # A retry of a claim this instance won: its first answer, unless the run already ended.
+            return ClaimResult(Outcome.LOST) if known.finished else ClaimResult(Outcome.WON, known.grant)
+        self._history_sizes[c.job.name] = c.job.options.history_size
+        queue = gate_queue(self.prefix, c.job.name, c.slot_ms, manual=c.manual)
+        outcome = await claim_gate(session.pool, queue, self._gate_arguments, c, OPERATION_TIMEOUT_S)
+        if outcome is not Outcome.WON:
+            return ClaimResult(outcome)
+        grant = Grant(
+            job=c.job.name,
+            slot_ms=c.slot_ms,
+            instance=c.instance,
+            token=c.token,
+            manual=c.manual,
+            catch_up=c.catch_up,
+            missed=c.missed,
+            started_at_ms=c.now_ms,
+        )
+        opts = c.job.options
+        until = max(c.slot_ms, c.now_ms) + opts.jitter_ms + opts.max_late_ms + _REMEMBER_SLACK_MS
+        self._won[c.token] = _Won(grant, until)
+        run = Run(
+            job=c.job.name,
+            slot_ms=c.slot_ms,
+            status=RunStatus.RUNNING,
+            instance=c.instance,
+            manual=c.manual,
+            catch_up=c.catch_up,
+            missed=c.missed,
+            started_at=ms_to_datetime(c.now_ms),
+        )
+        try:
+            await self._append(session, c.job.name, c.token, run)
+        except Exception as exc:
+            # The gate decided; history is a record of it, not a second referee.
+            log.warning(
+                "job %s, slot %s: won, but its running record was not written (%s); running it anyway",
+                c.job.name,
+                c.slot_ms,
+                self._scrub(exc),
+            )
+        return ClaimResult(Outcome.WON, grant)
+
+    def _forget_old(self) -> None:
+        now = time.time_ns() // 1_000_000
+        while self._won:
+            token, won = next(iter(self._won.items()))
+            if won.until_ms > now:
+                break
+            del self._won[token]
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        won = self._won.get(grant.token)
+        if won is not None:
+            won.finished = True
+        session = await self._session()
+        await self._append(session, grant.job, grant.token, run)
+        return True
+
+    # -- history ---------------------------------------------------------------
+
+    async def history(self, job: str, limit: int = 100) -> list[Run]:
+        check_job_name(job)
+        session = await self._session()
+        bodies = await read_stream(session.connection, history_queue(self.prefix, job), OPERATION_TIMEOUT_S)
+        size = self._history_sizes.get(job)
+        return fold(bodies, min(limit, size) if size else limit)
+
+    async def _append(self, session: _Session, job: str, token: str, run: Run) -> None:
+        queue = history_queue(self.prefix, job)
+        body = encode_record(token, run)
+        props = spec.Basic.Properties(delivery_mode=2, content_type="application/json")
+        for attempt in range(2):
+            await self._ensure_stream(session, job)
+            async with session.pool.lend() as lent:
+                try:
+                    await lent.raw.basic_publish(
+                        body, routing_key=queue, properties=props, mandatory=True, timeout=OPERATION_TIMEOUT_S
+                    )
+                    return
+                except PublishError:
+                    # The stream was deleted (to resize it): declare it again, once.
+                    session.streams.discard(queue)
+                    if attempt:
+                        raise
+
+    async def _ensure_stream(self, session: _Session, job: str) -> None:
+        queue = history_queue(self.prefix, job)
+        if queue in session.streams:
+            return
+        task = session.declaring.get(queue)
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            size = self._history_sizes.get(job, JobOptions.history_size)
+            task = asyncio.get_running_loop().create_task(self._declare_stream(session, queue, size))
+            session.declaring[queue] = task
+        await asyncio.shield(task)
+        session.streams.add(queue)
+        session.declaring.pop(queue, None)
+
+    async def _declare_stream(self, session: _Session, queue: str, history_size: int) -> None:
+        passive = False
+        for _ in range(4):
+            async with session.pool.lend() as lent:
+                try:
+                    if passive:
+                        await lent.raw.queue_declare(queue, passive=True, timeout=OPERATION_TIMEOUT_S)
+                    else:
+                        await lent.raw.queue_declare(
+                            queue, durable=True, arguments=stream_arguments(history_size), timeout=OPERATION_TIMEOUT_S
+                        )
+                    return
+                except ChannelPreconditionFailed as exc:
+                    lent.discard()
+                    log.info(
+                        "history stream %s exists with other arguments (%s); using it as it is "
+                        "(delete it to resize, which deletes that job's history)",
+                        queue,
+                        exc,
+                    )
+                    passive = True
+                except ChannelNotFoundEntity:
+                    lent.discard()
+                    passive = False
+        raise BackendUnavailableError(f"history stream {queue} could not be declared; try again later")
