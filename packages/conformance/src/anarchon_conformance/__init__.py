@@ -1,5 +1,79 @@
-"""The anarchon backend conformance suite (work in progress)."""
+"""The anarchon backend conformance suite, a pytest plugin.
+
+A backend author subclasses :class:`BackendSuite` (or some of its mixins) and
+overrides one fixture, ``backend_factory``; the suite reads the backend's
+declared capabilities and runs what applies. See the package README.
+
+Importing this package is light: pytest loads :mod:`anarchon_conformance.plugin`
+in every session where the suite is installed, so the tests themselves are
+imported only when a name below is first used.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._base import SuiteBase
+    from ._claim import ClaimTests
+    from ._harness import BackendFactory, Conformance, Instance, eventually
+    from ._history import HISTORY_SLACK, HistoryTests
+    from ._jobs import EVERY_SECOND, finished_run, make_job, unique_name
+    from ._lease import LEASE_MS, LeaseTests
+    from ._options import OptionTests
+    from ._requires import requires
+    from ._suite import BackendSuite
+
+__all__ = [
+    "EVERY_SECOND",
+    "HISTORY_SLACK",
+    "LEASE_MS",
+    "BackendFactory",
+    "BackendSuite",
+    "ClaimTests",
+    "Conformance",
+    "HistoryTests",
+    "Instance",
+    "LeaseTests",
+    "OptionTests",
+    "SuiteBase",
+    "eventually",
+    "finished_run",
+    "make_job",
+    "requires",
+    "unique_name",
+]
+
+_HOME = {
+    "SuiteBase": "_base",
+    "ClaimTests": "_claim",
+    "BackendFactory": "_harness",
+    "Conformance": "_harness",
+    "Instance": "_harness",
+    "eventually": "_harness",
+    "HISTORY_SLACK": "_history",
+    "HistoryTests": "_history",
+    "EVERY_SECOND": "_jobs",
+    "finished_run": "_jobs",
+    "make_job": "_jobs",
+    "unique_name": "_jobs",
+    "LEASE_MS": "_lease",
+    "LeaseTests": "_lease",
+    "OptionTests": "_options",
+    "requires": "_requires",
+    "BackendSuite": "_suite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

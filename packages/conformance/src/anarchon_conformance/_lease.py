@@ -1,0 +1,302 @@
+"""The lease tier: renewal, take-over, fencing, stale owners, overlap, catch-up, hand-over, the mark.
+
+Every test here needs ``capabilities.lease``. Leases are short (``LEASE_MS``)
+and expiry is awaited on the backend's own clock (:meth:`Backend.now_ms`),
+the clock that judges leases, never by sleeping a guessed time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from anarchon.backend import ClaimResult, Grant, Outcome
+from anarchon.job import Job
+from anarchon.run import RunStatus
+
+from ._base import SuiteBase
+from ._harness import Conformance, Instance
+from ._jobs import now_ms
+from ._requires import requires
+
+__all__ = ["LEASE_MS", "LeaseTests"]
+
+#: The lease of the tests that wait for one to expire.
+LEASE_MS = 300
+
+
+async def _won(instance: Instance, job: Job, slot_ms: int, **kwargs: Any) -> Grant:
+    result = await instance.claim(job, slot_ms, **kwargs)
+    assert result.won, f"{instance.id} claiming {job.name}@{slot_ms}: {result.outcome}"
+    assert result.grant is not None
+    return result.grant
+
+
+async def _expire(conformance: Conformance, lease_ms: int = LEASE_MS) -> None:
+    """Wait until every lease granted or renewed before this call has expired."""
+    await conformance.wait_past(await conformance.backend_now_ms() + lease_ms)
+
+
+def _grows(before: int | None, after: int | None) -> bool:
+    return isinstance(before, int) and isinstance(after, int) and after > before
+
+
+def _taken(results: list[ClaimResult]) -> list[Grant]:
+    grants = [r.grant for r in results if r.outcome is Outcome.WON and r.grant is not None]
+    assert len(grants) == len(results), f"take_over() returned answers other than WON: {results!r}"
+    return grants
+
+
+class LeaseTests(SuiteBase):
+    """What a lease gives: backups, fencing, overlap protection, catch-up, hand-over."""
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_fencing_grows_with_every_grant(self, conformance: Conformance) -> None:
+        job = conformance.job("fence", overlap="allow")
+        a, b = await conformance.instances(2)
+        tokens = [(await _won(x, job, slot)).fencing for x, slot in zip((a, b, a), conformance.slots(3), strict=True)]
+        assert all(isinstance(t, int) for t in tokens), f"fencing tokens {tokens!r} are not integers"
+        assert tokens == sorted(set(tokens)), f"fencing tokens {tokens!r} do not grow"  # type: ignore[type-var]
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_renewal_keeps_the_lease(self, conformance: Conformance) -> None:
+        lease = 600
+        job = conformance.job("renew", lease_ms=lease)
+        a, b = await conformance.instances(2)
+        (slot,) = conformance.slots(1)
+        grant = await _won(a, job, slot)
+        until = time.monotonic() + 4 * lease / 1000
+        while time.monotonic() < until:
+            await asyncio.sleep(lease / 4 / 1000)
+            assert await a.renew(grant), "the owner's renew() returned False"
+            assert await b.take_over(job) == [], "a renewed lease was taken over"
+        assert await a.finish(grant)
+        run = await conformance.record(job, slot)
+        assert (run.status, run.instance, run.attempt) == (RunStatus.SUCCEEDED, a.id, 1)
+
+    async def _taken_over(self, conformance: Conformance, job: Job) -> tuple[Instance, Grant, Instance, Grant]:
+        """``a`` wins a slot and stops renewing; after expiry one of 4 racing backups takes it over."""
+        a, *backups = await conformance.instances(5)
+        (slot,) = conformance.slots(1)
+        first = await _won(a, job, slot)
+        assert await backups[0].take_over(job) == [], "a lease was taken over before it expired"
+        await _expire(conformance, job.options.lease_ms)
+        answers = await asyncio.gather(*(x.take_over(job) for x in backups))
+        taken = [(x, g) for x, results in zip(backups, answers, strict=True) for g in _taken(results)]
+        assert len(taken) == 1, f"{len(taken)} backups took the expired run over: {taken!r}"
+        (b, second) = taken[0]
+        return a, first, b, second
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_expired_lease_is_taken_over_with_a_higher_fencing_token(self, conformance: Conformance) -> None:
+        job = conformance.job("takeover", lease_ms=LEASE_MS, max_attempts=3)
+        _, first, b, second = await self._taken_over(conformance, job)
+        assert (second.job, second.slot_ms, second.instance, second.attempt) == (job.name, first.slot_ms, b.id, 2)
+        assert _grows(first.fencing, second.fencing), (
+            f"the take-over's fencing token {second.fencing!r} is not above the first grant's {first.fencing!r}"
+        )
+        assert second.token != first.token, "the take-over reused the stale owner's token"
+        run = await conformance.record(job, first.slot_ms)
+        assert (run.status, run.instance, run.attempt, run.fencing) == (RunStatus.RUNNING, b.id, 2, second.fencing)
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_a_stale_owner_is_refused(self, conformance: Conformance) -> None:
+        job = conformance.job("stale", lease_ms=LEASE_MS, max_attempts=3)
+        a, first, b, second = await self._taken_over(conformance, job)
+        before = await conformance.record(job, first.slot_ms)
+        assert not await a.renew(first), "renew() by a stale owner returned True"
+        assert not await a.finish(first, RunStatus.FAILED, error="RuntimeError: stale"), (
+            "finish() by a stale owner returned True"
+        )
+        assert not await a.backend.hand_over(first), "hand_over() by a stale owner returned True"
+        assert await conformance.record(job, first.slot_ms) == before, "a stale owner's call changed the record"
+        assert await b.renew(second), "the new owner's renew() returned False"
+        assert await b.finish(second)
+        run = await conformance.record(job, first.slot_ms)
+        assert (run.status, run.instance, run.attempt) == (RunStatus.SUCCEEDED, b.id, 2)
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_a_dead_runner_is_taken_over(self, conformance: Conformance) -> None:
+        """A runner whose process died (connection closed, nothing released) is replaced after expiry."""
+        job = conformance.job("dead", lease_ms=LEASE_MS)
+        a, b = await conformance.instances(2)
+        (slot,) = conformance.slots(1)
+        await _won(a, job, slot)
+        await a.die()
+        await _expire(conformance)
+        (grant,) = _taken(await b.take_over(job))
+        assert (grant.instance, grant.attempt) == (b.id, 2)
+        assert await b.finish(grant)
+        run = await conformance.record(job, slot)
+        assert (run.status, run.instance, run.attempt) == (RunStatus.SUCCEEDED, b.id, 2)
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_max_attempts_then_abandoned(self, conformance: Conformance) -> None:
+        job = conformance.job("attempts", lease_ms=LEASE_MS, max_attempts=2)
+        a, b, c = await conformance.instances(3)
+        (slot,) = conformance.slots(1)
+        await _won(a, job, slot)
+        await _expire(conformance)
+        (second,) = _taken(await b.take_over(job))
+        assert second.attempt == 2
+        await _expire(conformance)
+        assert await c.take_over(job) == [], "a run was taken over after max_attempts=2 attempts"
+        run = await conformance.record(job, slot)
+        assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_attempts the record is {run!r}"
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_a_newer_slot_abandons_an_older_dead_run(self, conformance: Conformance) -> None:
+        job = conformance.job("newer", lease_ms=LEASE_MS)
+        a, b = await conformance.instances(2)
+        s1, s2 = conformance.slots(2)
+        await _won(a, job, s1)
+        await a.die()
+        await _expire(conformance)
+        await _won(b, job, s2)
+        assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
+        assert await b.take_over(job) == [], "an older slot was taken over although a newer one runs"
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_take_over_abandons_a_dead_run_that_is_not_the_newest(self, conformance: Conformance) -> None:
+        job = conformance.job("oldest", lease_ms=LEASE_MS, overlap="allow")
+        a, b = await conformance.instances(2)
+        s1, s2 = conformance.slots(2)
+        await _won(a, job, s1)
+        await _won(a, job, s2)
+        await a.die()
+        await _expire(conformance)
+        (grant,) = _taken(await b.take_over(job))
+        assert (grant.slot_ms, grant.attempt) == (s2, 2), "take-over must go to the newest slot"
+        assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_overlap_skip_records_the_slot_once(self, conformance: Conformance) -> None:
+        job = conformance.job("overlap")
+        assert job.options.overlap == "skip"
+        a, *racers = await conformance.instances(9)
+        s1, s2, s3 = conformance.slots(3)
+        running = await _won(a, job, s1)
+        answers = await asyncio.gather(*(x.claim(job, s2) for x in racers))
+        outcomes = Counter(r.outcome for r in answers)
+        assert outcomes[Outcome.WON] == 0, f"a slot was won while the previous run held its lease: {outcomes}"
+        assert outcomes[Outcome.SKIPPED] >= 1, f"no racer was told SKIPPED: {outcomes}"
+        skipped = [r for r in await conformance.history(job) if r.slot_ms == s2]
+        assert len(skipped) == 1, f"the skipped slot has {len(skipped)} history records: {skipped!r}"
+        assert skipped[0].status is RunStatus.SKIPPED
+        assert skipped[0].instance in {x.id for x in racers}
+        assert await a.finish(running)
+        assert (await racers[0].claim(job, s2)).outcome is not Outcome.WON, "a skipped slot was won afterwards"
+        await _won(racers[0], job, s3)
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_a_manual_run_while_the_job_runs_is_skipped(self, conformance: Conformance) -> None:
+        job = conformance.job("manual-skip")
+        a, b = await conformance.instances(2)
+        (slot,) = conformance.slots(1)
+        running = await _won(a, job, slot)
+        manual_slot = now_ms()
+        result = await b.claim(job, manual_slot, manual=True)
+        assert result.outcome is Outcome.SKIPPED, f"run now while the job runs was answered {result.outcome}"
+        assert (await conformance.record(job, manual_slot, manual=True)).status is RunStatus.SKIPPED
+        assert await a.finish(running)
+        manual = await _won(b, job, manual_slot + 1, manual=True)
+        assert manual.manual
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_catch_up_has_one_winner(self, conformance: Conformance) -> None:
+        """Instances return after missing 5 slots; one of them runs the newest, once, as a catch-up."""
+        job = conformance.job("catchup")
+        a, *returning = await conformance.instances(9)
+        slots = conformance.slots(6)
+        assert await a.backend.marks([job]) == {job.name: None}, "a job that never ran must have no mark"
+        assert await a.finish(await _won(a, job, slots[0]))
+        assert await a.backend.marks([job]) == {job.name: slots[0]}
+        await a.die()
+        newest, missed = slots[-1], len(slots) - 1
+        answers = await asyncio.gather(*(x.claim(job, newest, catch_up=True, missed=missed) for x in returning))
+        grants = [r.grant for r in answers if r.outcome is Outcome.WON and r.grant is not None]
+        assert len(grants) == 1, f"{len(grants)} instances won the catch-up run"
+        assert (grants[0].catch_up, grants[0].missed) == (True, missed)
+        run = await conformance.record(job, newest)
+        assert (run.catch_up, run.missed, run.status) == (True, missed, RunStatus.RUNNING), run
+        for x in returning[:2]:
+            assert await x.backend.marks([job]) == {job.name: newest}
+        assert (await returning[0].claim(job, slots[2])).outcome is Outcome.LOST, "a missed slot ran after catch-up"
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_hand_over_lets_a_backup_take_over_at_once(self, conformance: Conformance) -> None:
+        """Hand-over on stop: no waiting for the (here 30 s) lease, even with no attempts left."""
+        job = conformance.job("handover", lease_ms=30_000, max_attempts=1)
+        a, b = await conformance.instances(2)
+        (slot,) = conformance.slots(1)
+        first = await _won(a, job, slot)
+        started = time.monotonic()
+        assert await a.backend.hand_over(first), "hand_over() by the owner returned False"
+        (second,) = _taken(await b.take_over(job))
+        assert time.monotonic() - started < 10, "the take-over waited for the lease to expire"
+        assert (second.instance, second.attempt, second.slot_ms) == (b.id, 2, slot)
+        assert _grows(first.fencing, second.fencing), f"fencing went from {first.fencing!r} to {second.fencing!r}"
+        assert not await a.renew(first), "the instance that handed over could still renew"
+        assert await b.finish(second)
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_an_older_slot_is_never_granted(self, conformance: Conformance) -> None:
+        """The mark: a slot older than (or equal to) the newest granted one is LOST, even once trimmed."""
+        job = conformance.job("mark", history_size=1)
+        a, late = await conformance.instances(2)
+        slots = conformance.slots(5)
+        for slot in slots[1:4]:
+            assert await a.finish(await _won(a, job, slot))
+        for slot in slots[:4]:
+            result = await late.claim(job, slot)
+            assert result.outcome is Outcome.LOST, f"slot {slot} (mark {slots[3]}) was answered {result.outcome}"
+        await _won(late, job, slots[4])
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_manual_runs_do_not_move_the_mark(self, conformance: Conformance) -> None:
+        job = conformance.job("manual-mark")
+        a, b = await conformance.instances(2)
+        s1, s2 = conformance.slots(2)
+        assert await a.finish(await _won(a, job, s1))
+        manual = await _won(a, job, s2 + 60_000, manual=True)
+        assert await a.finish(manual)
+        assert await a.backend.marks([job]) == {job.name: s1}, "a manual run moved the mark"
+        assert await b.finish(await _won(b, job, s2))
+        assert await b.backend.marks([job]) == {job.name: s2}
+        record = await conformance.record(job, s2 + 60_000, manual=True)
+        assert record.manual
+        assert record.status is RunStatus.SUCCEEDED
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_lease_expiry_ignores_the_instances_clock(self, conformance: Conformance) -> None:
+        """A claim from an instance whose clock is an hour off neither shortens nor stretches the lease."""
+        behind = conformance.job("clock-behind", lease_ms=LEASE_MS)
+        ahead = conformance.job("clock-ahead", lease_ms=LEASE_MS)
+        a, b = await conformance.instances(2)
+        (slot,) = conformance.slots(1)
+        await _won(a, behind, slot, clock_ms=now_ms() - 3_600_000)
+        await _won(a, ahead, slot, clock_ms=now_ms() + 3_600_000)
+        assert await b.take_over(behind) == [], "a lease claimed with a clock an hour behind expired at once"
+        assert await b.take_over(ahead) == []
+        await _expire(conformance)
+        assert len(_taken(await b.take_over(ahead))) == 1, "a lease claimed with a clock an hour ahead did not expire"
+        assert len(_taken(await b.take_over(behind))) == 1

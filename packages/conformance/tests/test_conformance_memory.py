@@ -1,0 +1,15 @@
+"""The conformance suite against the reference backend, MemoryBackend."""
+
+from __future__ import annotations
+
+import pytest
+
+from anarchon.memory import MemoryBackend, MemoryStore
+from anarchon_conformance import BackendFactory, BackendSuite
+
+
+class TestMemoryBackend(BackendSuite):
+    @pytest.fixture
+    def backend_factory(self) -> BackendFactory:
+        store = MemoryStore()  # one store per test: its own namespace
+        return lambda: MemoryBackend(store)
