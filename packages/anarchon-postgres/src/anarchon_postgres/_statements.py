@@ -44,10 +44,9 @@ class Statements:
             take_over=f"SELECT * FROM {s}.take_over($1, $2, $3, $4)",
             renew=(
                 f"UPDATE {s}.runs r SET expires_ms = {_NOW_MS} + r.lease_ms "
-                "FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[]) "
-                "WITH ORDINALITY AS g(job, slot_ms, manual, token, n) "
+                "FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[]) AS g(job, slot_ms, manual, token) "
                 "WHERE r.job = g.job AND r.slot_ms = g.slot_ms AND r.manual = g.manual AND r.token = g.token "
-                "AND r.status = 'running' AND NOT r.handed_over RETURNING g.n"
+                "AND r.status = 'running' AND NOT r.handed_over RETURNING r.job, r.slot_ms, r.manual, r.token"
             ),
             finish=f"{finish_set} AND status = 'running' RETURNING true",
             # A retry after a lost answer must not turn our own committed finish

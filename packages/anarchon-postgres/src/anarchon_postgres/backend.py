@@ -321,12 +321,12 @@ class PostgresBackend(Backend):
             [g.token for g in grants],
         )
 
-        async def op(conn: asyncpg.Connection, retry: bool) -> set[int]:
+        async def op(conn: asyncpg.Connection, retry: bool) -> set[tuple[str, int, bool, str]]:
             rows = await conn.fetch(self._sql.renew, *args, timeout=self._timeout)
-            return {row[0] for row in rows}
+            return {tuple(row) for row in rows}
 
         renewed = await self._call("renew", op)
-        return [n in renewed for n in range(1, len(grants) + 1)]
+        return [(g.job, g.slot_ms, g.manual, g.token) in renewed for g in grants]
 
     async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
         if not jobs:
