@@ -55,7 +55,7 @@ _SELECT_RUN = (
 _SELECT_EXPIRED = (
     "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
     "finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over "
-    "FROM anarchon_runs WHERE job = ? AND status = 'running' AND expires_ms <= ?"
+    "FROM anarchon_runs WHERE job = ? AND status = 'running' AND expires_ms <= ? ORDER BY slot_ms, manual"
 )
 _SELECT_HISTORY = (
     "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
