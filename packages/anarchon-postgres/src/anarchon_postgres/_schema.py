@@ -272,7 +272,13 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 
 
 async def _version(conn: asyncpg.Connection, schema: str, quoted: str) -> int:
-    exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"{quoted}.schema_version")
+    # pg_tables is read with the statement's snapshot; to_regclass() would
+    # consult a syscache that an advisory lock does not refresh, and miss the
+    # table another instance just created.
+    exists = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = 'schema_version')",
+        schema,
+    )
     if not exists:
         return 0
     return int(await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {quoted}.schema_version"))
