@@ -193,10 +193,8 @@ class RedisBackend(Backend):
     async def _pipeline(self, commands: list[tuple[str, list[str], list[Any], bool]]) -> list[Any]:
         pipe = self._redis().pipeline(transaction=False)
         for body, keys, args, full in commands:
-            if full:
-                pipe.eval(body, len(keys), *keys, *args)
-            else:
-                pipe.evalsha(body, len(keys), *keys, *args)
+            # The cluster pipeline blocks its evalsha() method but routes the raw command by its keys.
+            pipe.execute_command("EVAL" if full else "EVALSHA", body, len(keys), *keys, *args)
         results: list[Any] = await pipe.execute(raise_on_error=False)
         return results
 
