@@ -111,9 +111,6 @@ class Scheduler:
         self._wake: asyncio.Event | None = None
         self._backend_open = False
         self._degraded = False
-        self._backoff_ms = BACKOFF_MIN_MS
-        self._catch_up_pending = False
-        self._last_skew_check = 0.0
 
     def _resolve_backend(self, backend: Backend | str | None) -> Backend:
         if isinstance(backend, Backend):
@@ -411,6 +408,10 @@ class Scheduler:
                     log.warning("job %s: slot %s reached %d ms late; skipped", name, ms_to_datetime(slot), now - slot)
                     self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot, reason="late")
                     continue
+                if self._degraded and self.backend.capabilities.lease:
+                    # Not claimed while the backend is away; the recovery catches it up.
+                    self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=slot, reason="unknown")
+                    continue
                 due.append(self._claim(job, slot))
             if due:
                 self._spawn(self._claim_and_run(due))
@@ -434,8 +435,15 @@ class Scheduler:
             self._dispatch(claim.job, claim.slot_ms, result)
 
     async def _decide(self, claims: list[Claim]) -> list[ClaimResult]:
-        """Claim, retrying with the same tokens where the backend recognises them."""
-        retry = self.backend.capabilities.idempotent_claim
+        """Claim, retrying with the same tokens where that is the only way not to lose the slot.
+
+        A claim backend that recognises a retried token gets retries until the
+        slot is too late. A lease backend does not need them: a grant whose
+        answer was lost expires and is taken over, and slots not claimed are
+        caught up once the backend answers again.
+        """
+        caps = self.backend.capabilities
+        retry = caps.idempotent_claim and not caps.lease
         delay = BACKOFF_MIN_MS / 1000
         while True:
             try:
@@ -616,7 +624,6 @@ class Scheduler:
                 results = await self.backend.take_over(jobs, self.instance_id)
             except Exception as exc:
                 self._backend_failed("take_over", exc)
-                await asyncio.sleep(self._backoff_ms / 1000)
                 continue
             self._backend_ok()
             for result in results:
@@ -630,7 +637,6 @@ class Scheduler:
 
     async def _catch_up(self) -> None:
         """Run, once, the newest slot missed while no instance could claim it."""
-        self._catch_up_pending = False
         jobs = [j for j in self._jobs.values() if j.options.catch_up_ms > 0]
         if not jobs:
             return
@@ -638,8 +644,10 @@ class Scheduler:
             marks = await self.backend.marks(jobs)
         except Exception as exc:
             self._backend_failed("marks", exc)
-            self._catch_up_pending = True
             return
+        self._claim_missed(jobs, marks)
+
+    def _claim_missed(self, jobs: list[Job], marks: Mapping[str, int | None]) -> None:
         now = self.clock.now_ms()
         claims = []
         for job in jobs:
@@ -678,15 +686,33 @@ class Scheduler:
     def _backend_failed(self, operation: str, exc: BaseException) -> None:
         if not self._degraded:
             log.warning("backend %r: %s failed: %s; retrying with back-off", self.backend, operation, _error_text(exc))
-        self._degraded = True
-        self._backoff_ms = min(self._backoff_ms * 2, BACKOFF_MAX_MS)
-        self._catch_up_pending = True
+            self._degraded = True
+            if self.backend.capabilities.lease and self._started and not self._stopping:
+                self._spawn(self._recover())
         self._plugins.notify("anarchon_backend_error", scheduler=self, operation=operation, error=exc)
 
     def _backend_ok(self) -> None:
-        if self._degraded:
+        if self._degraded and not self.backend.capabilities.lease:
             log.info("backend %r answers again", self.backend)
             self._degraded = False
-            self._backoff_ms = BACKOFF_MIN_MS
-            if self._catch_up_pending and self.backend.capabilities.lease and self._started and not self._stopping:
-                self._spawn(self._catch_up())
+
+    async def _recover(self) -> None:
+        """Probe a lease backend with back-off; once it answers, catch up, then claim again.
+
+        Claims pause meanwhile, so the first answer after an outage is the
+        catch-up's, not a new slot's that would move the mark past the missed ones.
+        """
+        delay = BACKOFF_MIN_MS
+        while not self._stopping:
+            await asyncio.sleep(delay / 1000 * random.uniform(0.8, 1.2))
+            jobs = list(self._jobs.values())
+            try:
+                marks = await self.backend.marks(jobs)
+            except Exception as exc:
+                self._plugins.notify("anarchon_backend_error", scheduler=self, operation="marks", error=exc)
+                delay = min(delay * 2, BACKOFF_MAX_MS)
+                continue
+            log.info("backend %r answers again; catching up", self.backend)
+            self._claim_missed([j for j in jobs if j.options.catch_up_ms > 0], marks)
+            self._degraded = False
+            return

@@ -1,0 +1,430 @@
+"""Several schedulers sharing one MemoryStore: the scheduler's promises, end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from anarchon import (
+    Grant,
+    JobNotFoundError,
+    MemoryBackend,
+    MemoryStore,
+    Run,
+    RunContext,
+    RunStatus,
+    Scheduler,
+    hookimpl,
+)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class FaultyBackend(MemoryBackend):
+    """The real memory store behind a connection we can cut, as a partition would."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        super().__init__(store)
+        self.cut = False
+        self.calls: Counter[str] = Counter()
+
+    def _check(self, operation: str) -> None:
+        self.calls[operation] += 1
+        if self.cut:
+            raise ConnectionError(f"{operation}: connection refused (test partition)")
+
+    async def claim(self, claims: Sequence[Any]) -> list[Any]:
+        self._check("claim")
+        return await super().claim(claims)
+
+    async def renew(self, grants: Sequence[Grant]) -> list[bool]:
+        self._check("renew")
+        return await super().renew(grants)
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        self._check("finish")
+        return await super().finish(grant, run)
+
+    async def take_over(self, jobs: Sequence[Any], instance: str) -> list[Any]:
+        self._check("take_over")
+        return await super().take_over(jobs, instance)
+
+    async def marks(self, jobs: Sequence[Any]) -> dict[str, int | None]:
+        self._check("marks")
+        return await super().marks(jobs)
+
+
+class Recorder:
+    """An observer plugin that keeps every event, and one that always fails beside it."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    @hookimpl
+    def anarchon_scheduler_started(self, scheduler: Scheduler) -> None:
+        self.events.append(("started", scheduler.instance_id))
+
+    @hookimpl
+    def anarchon_scheduler_stopped(self, scheduler: Scheduler) -> None:
+        self.events.append(("stopped", scheduler.instance_id))
+
+    @hookimpl
+    def anarchon_run_started(self, scheduler: Scheduler, job: Any, context: RunContext) -> None:
+        self.events.append(("run_started", (job.name, context.slot_ms)))
+
+    @hookimpl
+    def anarchon_run_finished(self, scheduler: Scheduler, job: Any, run: Run) -> None:
+        self.events.append(("run_finished", run))
+
+    @hookimpl
+    def anarchon_slot_skipped(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
+        self.events.append(("skipped", reason))
+
+    @hookimpl
+    def anarchon_claim_lost(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
+        self.events.append(("lost", reason))
+
+    @hookimpl
+    def anarchon_backend_error(self, scheduler: Scheduler, operation: str, error: BaseException) -> None:
+        self.events.append(("backend_error", operation))
+
+    def kinds(self) -> Counter[str]:
+        return Counter(kind for kind, _ in self.events)
+
+
+class Broken:
+    @hookimpl
+    def anarchon_run_started(self, scheduler: Scheduler, job: Any, context: RunContext) -> None:
+        raise RuntimeError("observer bug")
+
+    @hookimpl
+    def anarchon_run_finished(self, scheduler: Scheduler, job: Any, run: Run) -> None:
+        raise RuntimeError("observer bug")
+
+
+async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+async def test_every_slot_runs_exactly_once_across_instances() -> None:
+    store = MemoryStore()
+    runs: list[tuple[str, int, str]] = []
+    threads: set[str] = set()
+    schedulers = [Scheduler(MemoryBackend(store), instance_id=f"i{i}") for i in range(4)]
+    for s in schedulers:
+
+        async def tick(ctx: RunContext, s: Scheduler = s) -> None:
+            runs.append(("tick", ctx.slot_ms, ctx.instance))
+
+        def sync_job() -> None:
+            threads.add(threading.current_thread().name)
+            runs.append(("sync", 0, ""))
+
+        s.add("tick", "* * * * * *", tick, jitter_ms=300)
+        s.add("tock", "* * * * * *", lambda ctx: runs.append(("tock", ctx.slot_ms, ctx.instance)), jitter_ms=300)
+        s.add("sync", "* * * * * *", sync_job, jitter_ms=300)
+    for s in schedulers:
+        await s.start()
+    first = now_ms()
+    await wait_until(lambda: len({slot for job, slot, _ in runs if job == "tick"}) >= 4)
+    for s in schedulers:
+        await s.stop()
+    per_slot = Counter((job, slot) for job, slot, _ in runs if job != "sync")
+    assert per_slot, "nothing ran"
+    assert max(per_slot.values()) == 1, f"a slot ran twice: {per_slot.most_common(3)}"
+    tick_slots = sorted(slot for job, slot in per_slot if job == "tick")
+    assert tick_slots == list(range(tick_slots[0], tick_slots[0] + 1000 * len(tick_slots), 1000)), "a slot was missed"
+    assert tick_slots[0] >= first - 1000
+    assert all(name.startswith("anarchon-job") for name in threads), threads
+    history = await schedulers[0].history("tick")
+    assert [r.slot_ms for r in history] == sorted(tick_slots, reverse=True)
+    assert {r.status for r in history} == {RunStatus.SUCCEEDED}
+    assert all(r.instance in {"i0", "i1", "i2", "i3"} and r.fencing is not None for r in history)
+    assert len({r.instance for r in history}) >= 1
+
+
+async def test_failure_and_timeout_are_recorded_and_scheduling_goes_on() -> None:
+    scheduler = Scheduler(MemoryBackend())
+
+    def boom() -> None:
+        raise ValueError("boom")
+
+    async def slow() -> None:
+        await asyncio.sleep(5)
+
+    scheduler.add("boom", "@yearly", boom)
+    scheduler.add("slow", "@yearly", slow, timeout_ms=200)
+    async with scheduler:
+        failed = await scheduler.run_now("boom")
+        timed_out = await scheduler.run_now("slow")
+        assert (await scheduler.last_run("boom")) == failed
+    assert failed.status is RunStatus.FAILED and failed.error == "ValueError: boom"
+    assert timed_out.status is RunStatus.TIMED_OUT and "timeout_ms=200" in (timed_out.error or "")
+    assert timed_out.duration_ms is not None and 150 <= timed_out.duration_ms < 2000
+    assert failed.manual and failed.attempt == 1 and failed.fencing == 1
+
+
+async def test_run_now_records_a_manual_run_and_returns_it_finished() -> None:
+    scheduler = Scheduler(MemoryBackend(), instance_id="me")
+    seen: list[RunContext] = []
+    scheduler.add("job", "@yearly", lambda ctx: seen.append(ctx))
+    run = await scheduler.run_now("job")  # works before start(): opens the backend for the call
+    assert run.status is RunStatus.SUCCEEDED and run.manual and run.instance == "me"
+    assert seen[0].manual and seen[0].slot_ms == run.slot_ms
+    assert await scheduler.history("job") == [run]
+    with pytest.raises(JobNotFoundError, match="no job named 'nope'.*jobs: job"):
+        await scheduler.run_now("nope")
+
+
+async def test_overlap_skip_records_the_slot_once_as_skipped() -> None:
+    store = MemoryStore()
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def long_job(ctx: RunContext) -> None:
+        started.set()
+        await release.wait()
+
+    a, b = Scheduler(MemoryBackend(store), instance_id="a"), Scheduler(MemoryBackend(store), instance_id="b")
+    for s in (a, b):
+        s.add("job", "* * * * * *", long_job, jitter_ms=100)
+    await a.start()
+    await b.start()
+    await started.wait()
+    skipped = await b.run_now("job")
+    assert skipped.status is RunStatus.SKIPPED and skipped.manual
+    await wait_until(lambda: any(r.status is RunStatus.SKIPPED and not r.manual for r in store.history("job", 100)))
+    release.set()
+    await a.stop()
+    await b.stop()
+    scheduled_skips = Counter(r.slot_ms for r in store.history("job", 100) if r.status is RunStatus.SKIPPED)
+    assert scheduled_skips and max(scheduled_skips.values()) == 1
+
+
+async def test_a_runner_that_stops_renewing_is_taken_over_with_a_higher_fencing_token() -> None:
+    store = MemoryStore()
+    contexts: dict[str, RunContext] = {}
+    done = asyncio.Event()
+
+    async def job(ctx: RunContext) -> None:
+        contexts[ctx.instance] = ctx
+        if ctx.instance == "a":
+            await asyncio.sleep(30)
+        done.set()
+
+    faulty = FaultyBackend(store)
+    a = Scheduler(faulty, instance_id="a")
+    a.add("job", "@yearly", job, lease_ms=300)
+    await a.start()
+    runner = asyncio.ensure_future(a.run_now("job"))
+    await wait_until(lambda: "a" in contexts)
+    faulty.cut = True  # a can no longer renew: its local deadline passes, it must stop
+    b = Scheduler(MemoryBackend(store), instance_id="b")
+    b.add("job", "@yearly", job, lease_ms=300)
+    await b.start()
+    await asyncio.wait_for(done.wait(), 5)
+    with pytest.raises(Exception, match="lost the lease"):
+        await runner
+    assert contexts["a"].lease_lost
+    assert contexts["b"].attempt == 2 and contexts["b"].manual
+    assert (contexts["b"].fencing or 0) > (contexts["a"].fencing or 0)
+    await wait_until(lambda: store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
+    (record,) = store.history("job", 10)
+    assert (record.instance, record.attempt) == ("b", 2)
+    faulty.cut = False
+    await a.stop()
+    await b.stop()
+
+
+async def test_catch_up_runs_the_newest_missed_slot_once_with_the_count() -> None:
+    store = MemoryStore()
+    ran: list[RunContext] = []
+    seed = Scheduler(MemoryBackend(store))
+    job = seed.add("job", "* * * * * *", lambda ctx: None)
+    old_slot = (now_ms() // 1000 - 10) * 1000
+    (won,) = await seed.backend.claim([seed._claim(job, old_slot)])  # a run 10 s ago, then nobody was up
+    assert won.grant is not None
+    await seed.backend.finish(won.grant, Run("job", old_slot, RunStatus.SUCCEEDED, "gone"))
+
+    instances = [Scheduler(MemoryBackend(store), instance_id=f"i{i}") for i in range(3)]
+    for s in instances:
+        s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=500)
+        s.add("never-ran", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=500)
+    await asyncio.gather(*(s.start() for s in instances))
+    await wait_until(lambda: any(c.catch_up for c in ran))
+    for s in instances:
+        await s.stop()
+    catch_ups = [c for c in ran if c.catch_up]
+    assert len(catch_ups) == 1 and catch_ups[0].job.name == "job"
+    assert 9 <= catch_ups[0].missed <= 12
+    record = next(r for r in store.history("job", 100) if r.catch_up)
+    assert record.missed == catch_ups[0].missed and record.status is RunStatus.SUCCEEDED
+
+
+async def test_catch_up_ignores_slots_older_than_the_window() -> None:
+    store = MemoryStore()
+    seed = Scheduler(MemoryBackend(store))
+    job = seed.add("job", "* * * * * *", lambda: None)
+    (won,) = await seed.backend.claim([seed._claim(job, (now_ms() // 1000 - 30) * 1000)])
+    assert won.won
+    s = Scheduler(MemoryBackend(store))
+    s.add("job", "0 0 1 1 *", lambda: None, catch_up_ms=1000)  # newest missed slot: Jan 1st, long ago
+    async with s:
+        await asyncio.sleep(0.2)
+    assert not any(r.catch_up for r in store.history("job", 100))
+
+
+async def test_stop_hands_running_jobs_over_to_a_backup_at_once() -> None:
+    store = MemoryStore()
+    contexts: list[RunContext] = []
+    backup_done = asyncio.Event()
+
+    async def job(ctx: RunContext) -> None:
+        contexts.append(ctx)
+        if ctx.instance == "a":
+            await asyncio.sleep(60)
+        backup_done.set()
+
+    a, b = Scheduler(MemoryBackend(store), instance_id="a"), Scheduler(MemoryBackend(store), instance_id="b")
+    for s in (a, b):
+        s.add("job", "@yearly", job, lease_ms=20_000)
+    await a.start()
+    await b.start()
+    runner = asyncio.ensure_future(a.run_now("job"))
+    await wait_until(lambda: bool(contexts))
+    stopped_at = time.monotonic()
+    await a.stop(grace_ms=100)
+    await asyncio.wait_for(backup_done.wait(), 5)
+    took = time.monotonic() - stopped_at
+    assert took < 5, "the backup waited for the 20 s lease instead of the hand-over"
+    assert contexts[0].lease_lost
+    assert [(c.instance, c.attempt) for c in contexts] == [("a", 1), ("b", 2)]
+    with pytest.raises(Exception, match="lost the lease"):
+        await runner
+    await b.stop()
+    (record,) = store.history("job", 10)
+    assert record.instance == "b" and record.attempt == 2 and record.status is RunStatus.SUCCEEDED
+
+
+async def test_a_slot_reached_too_late_is_skipped_not_claimed() -> None:
+    class JumpyClock:
+        offset = 0
+
+        def now_ms(self) -> int:
+            return now_ms() + self.offset
+
+    clock, recorder = JumpyClock(), Recorder()
+    backend = FaultyBackend(MemoryStore())
+    s = Scheduler(backend, clock=clock, plugins=[recorder])
+    s.add("job", "* * * * * *", lambda: None, jitter_ms=0, max_late_ms=500)
+    await s.start()
+    clock.offset = 5_000  # the instance wakes 5 s after its slot, as after a long GC pause
+    await wait_until(lambda: ("skipped", "late") in recorder.events)
+    await s.stop()
+    late_slots = [e for e in recorder.events if e == ("skipped", "late")]
+    assert late_slots
+    assert ("run_started", ("job", None)) not in recorder.events
+
+
+async def test_backend_outage_never_raises_and_catches_up_after() -> None:
+    store = MemoryStore()
+    recorder = Recorder()
+    ran: list[RunContext] = []
+    backend = FaultyBackend(store)
+    s = Scheduler(backend, plugins=[recorder, Broken()])
+    # max_late_ms is short so that claims retried during the outage give up (unknown) and must be caught up
+    s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=0, max_late_ms=800)
+    await s.start()
+    await wait_until(lambda: len(ran) >= 1)
+    backend.cut = True
+    await wait_until(lambda: recorder.events.count(("lost", "unknown")) >= 2, timeout=10)
+    cut_runs = len(ran)
+    backend.cut = False
+    await wait_until(lambda: any(c.catch_up for c in ran), timeout=10)
+    await s.stop()
+    assert recorder.kinds()["backend_error"] >= 1
+    catch_up = next(c for c in ran if c.catch_up)
+    assert catch_up.missed >= 1
+    assert len(ran) > cut_runs
+    kinds = recorder.kinds()
+    assert kinds["started"] == 1 and kinds["stopped"] == 1
+    assert kinds["run_finished"] == kinds["run_started"] >= 2, "a failing observer disturbed the others"
+    per_slot = Counter(c.slot_ms for c in ran)
+    assert max(per_slot.values()) == 1
+
+
+async def test_jobs_can_be_added_and_removed_while_running() -> None:
+    ran: list[str] = []
+    s = Scheduler(MemoryBackend())
+    async with s:
+        s.add("late-comer", "* * * * * *", lambda: ran.append("late-comer"), jitter_ms=0)
+        await wait_until(lambda: "late-comer" in ran)
+        s.remove("late-comer")
+        count = len(ran)
+        assert "late-comer" not in s.jobs
+        await asyncio.sleep(1.2)
+        assert len(ran) == count
+    with pytest.raises(JobNotFoundError):
+        s.remove("late-comer")
+
+
+def test_job_decorator_and_slots() -> None:
+    s = Scheduler(MemoryBackend())
+
+    @s.job("*/5 * * * *", timezone="Europe/Athens")
+    async def sync(ctx: RunContext) -> None:
+        pass
+
+    job = s.jobs["sync"]
+    assert job.is_async and job.takes_context and job.timezone == "Europe/Athens"
+    slots = job.slots(count=3)
+    assert len(slots) == 3 and all(b.timestamp() - a.timestamp() == 300 for a, b in zip(slots, slots[1:]))
+    assert s.next_slot("sync") == slots[0]
+    with pytest.raises(TypeError):
+        s.jobs["x"] = job  # type: ignore[index]
+
+
+def test_blocking_run_stops_on_sigterm(tmp_path: Any) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    app = tmp_path / "app.py"
+    app.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from anarchon import Scheduler, MemoryBackend, hookimpl
+            class Ready:
+                @hookimpl
+                def anarchon_scheduler_started(self, scheduler):
+                    print("ready", flush=True)
+                @hookimpl
+                def anarchon_scheduler_stopped(self, scheduler):
+                    print("stopped", flush=True)
+            s = Scheduler(MemoryBackend(), plugins=[Ready()])
+            s.add("job", "* * * * * *", lambda: None)
+            s.run()
+            """
+        )
+    )
+    proc = subprocess.Popen([sys.executable, str(app)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    os.kill(proc.pid, signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert "stopped" in out and proc.returncode == 0
