@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -170,11 +171,14 @@ class SQLiteBackend(Backend):
     async def _open(self) -> None:
         await self._drop()
         self._check_path()
+        conn = aiosqlite.connect(
+            self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, cached_statements=256
+        )
         try:
-            conn = await aiosqlite.connect(
-                self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, cached_statements=256
-            )
-        except sqlite3.OperationalError as exc:
+            await conn
+        except sqlite3.Error as exc:
+            # aiosqlite stops its thread on its own; wait for it while this loop still runs to hear back
+            await asyncio.to_thread(conn._thread.join, 5.0)
             raise self._unopenable(exc) from exc
         try:
             await _on_thread(conn, lambda raw: open_store(raw, self.path, self.synchronous))

@@ -1,0 +1,134 @@
+"""A locked database: waited out inside the busy timeout, an exception beyond it, never a wrong answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from anarchon.backend import Outcome
+
+SLOT = 1_800_000_000_000
+
+
+def hold_write_lock(path) -> sqlite3.Connection:
+    """Another process's writer, as far as SQLite can tell: a second connection inside BEGIN IMMEDIATE."""
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("BEGIN IMMEDIATE")
+    return raw
+
+
+async def test_a_lock_shorter_than_the_busy_timeout_is_waited_out(db_path, instances, make_job, make_claim):
+    (a,) = await instances(1, busy_timeout_ms=5000)
+    raw = hold_write_lock(db_path)
+    asyncio.get_running_loop().call_later(0.3, raw.rollback)
+    began = time.monotonic()
+    (result,) = await a.claim([make_claim(make_job("waits"), SLOT)])
+    assert result.won
+    assert time.monotonic() - began >= 0.25
+    raw.close()
+
+
+async def test_a_lock_longer_than_the_busy_timeout_raises_and_writes_nothing(db_path, instances, make_job, make_claim):
+    a, b = await instances(2, busy_timeout_ms=150)
+    job = make_job("locked")
+    (won,) = await a.claim([make_claim(job, SLOT, "a")])
+    assert won.grant is not None
+    retried = make_claim(job, SLOT + 1000, "a", token="tok-a")
+    raw = hold_write_lock(db_path)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            await a.claim([retried])
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            await a.renew([won.grant])
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            await b.take_over([job], "b")
+        assert [r.slot_ms for r in await b.history("locked")] == [SLOT]  # reads go on in WAL mode
+    finally:
+        raw.rollback()
+        raw.close()
+    # the unknown claim was not decided: its retry is the first decision, and it is final
+    assert not a._broken
+    (skipped,) = await a.claim([retried])
+    assert skipped.outcome is Outcome.SKIPPED  # the run of SLOT still holds its lease
+    (other,) = await b.claim([make_claim(job, SLOT + 1000, "b")])
+    assert other.outcome is Outcome.LOST
+    assert await a.renew([won.grant]) == [True]
+
+
+async def _race(db_path, worker, processes: int, slots: int, jobs: int, busy_timeout_ms: int):
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(worker),
+            "race",
+            str(db_path),
+            f"p{i}",
+            str(slots),
+            str(jobs),
+            str(busy_timeout_ms),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for i in range(processes)
+    ]
+    for p in procs:
+        assert p.stdout is not None
+        assert (await p.stdout.readline()).strip() == b"ready"
+    for p in procs:  # all claim from here on, at once
+        assert p.stdin is not None
+        p.stdin.write(b"go\n")
+        await p.stdin.drain()
+    outs = await asyncio.gather(*(p.communicate() for p in procs))
+    assert all(p.returncode == 0 for p in procs)
+    reports = [json.loads(o[0]) for o in outs]
+    wins = Counter((job, slot) for r in reports for job, slot in r["won"])
+    return wins, sum(r["errors"] for r in reports)
+
+
+@pytest.mark.slow
+async def test_eight_processes_race_batches_one_winner_each(db_path, worker, instances):
+    await instances(1)  # create the file first, as a running fleet would have
+    wins, errors = await _race(db_path, worker, processes=8, slots=60, jobs=20, busy_timeout_ms=5000)
+    assert len(wins) == 60 * 20
+    assert set(wins.values()) == {1}
+    assert errors == 0
+
+
+@pytest.mark.slow
+async def test_busy_errors_under_load_stay_unknown_never_wrong(db_path, worker, instances):
+    """With a 1 ms busy timeout most calls fail; retried with the same tokens, still one winner each."""
+    await instances(1)
+    wins, errors = await _race(db_path, worker, processes=8, slots=40, jobs=10, busy_timeout_ms=1)
+    assert errors > 0
+    assert len(wins) == 40 * 10
+    assert set(wins.values()) == {1}
+
+
+async def test_a_writer_killed_inside_its_transaction_leaves_no_lock(db_path, instances, make_job, make_claim):
+    """kill -9 mid-transaction: the OS drops the file locks and SQLite discards the half-written transaction."""
+    (a,) = await instances(1, busy_timeout_ms=2000)
+    script = (
+        "import sqlite3, sys, time\n"
+        "raw = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "raw.execute('BEGIN IMMEDIATE')\n"
+        'raw.execute("UPDATE anarchon_jobs SET mark = 99")\n'
+        "print('locked', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, str(db_path), stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    assert (await proc.stdout.readline()).strip() == b"locked"
+    proc.kill()
+    await proc.wait()
+    job = make_job("after-kill")
+    (result,) = await a.claim([make_claim(job, SLOT)])
+    assert result.won
+    assert await a.marks([job]) == {"after-kill": SLOT}
