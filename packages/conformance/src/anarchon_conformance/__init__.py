@@ -70,9 +70,9 @@ def __getattr__(name: str) -> Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    # Not cached in this namespace: pytest's in-process runs (pytester) drop and
+    # re-import the submodules, and a cached class would then mix two imports.
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 def __dir__() -> list[str]:

@@ -129,7 +129,7 @@ class Conformance:
 
     def describe(self) -> str:
         """One line for reports: name, tier and declared capabilities."""
-        flags = ", ".join(self.capabilities.describe())
+        flags = ", ".join(self.capabilities.describe()) or "no optional capabilities"
         where = f"{self.backend_class.__module__}.{self.backend_class.__qualname__}"
         return f"backend {self.name!r} ({where}), {self.capabilities.kind} tier: {flags}"
 
