@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -129,16 +130,31 @@ class RabbitMQBackend(Backend):
         if self._given is None and not session.connection.is_closed:
             await session.connection.close()
 
+    def _usable(self, session: _Session | None) -> bool:
+        if session is None:
+            return False
+        if self._given is not None:  # the caller's to reconnect (a robust connection does it alone)
+            return not session.connection.is_closed
+        # aio-pika notices a broker-side close later than aiormq under it.
+        transport = getattr(session.connection, "transport", None)
+        underlay = getattr(transport, "connection", None)
+        return not session.connection.is_closed and underlay is not None and not underlay.is_closed
+
     async def _session(self) -> _Session:
         session = self._session_now
-        if session is not None and not session.connection.is_closed:
+        if self._usable(session):
+            assert session is not None
             return session
         async with self._connecting:
             session = self._session_now
-            if session is not None and not session.connection.is_closed:
+            if self._usable(session):
+                assert session is not None
                 return session
             if session is not None:
                 await session.pool.close()
+                if self._given is None:
+                    with contextlib.suppress(Exception):
+                        await session.connection.close()
             connection = self._given if self._given is not None else await self._connect()
             if connection.is_closed:
                 raise BackendUnavailableError(
