@@ -19,7 +19,7 @@ demo: dev
 	$(BIN)/python examples/demo.py
 
 test: dev
-	$(BIN)/python -m pytest
+	bash scripts/test-matrix.sh
 
 lint: dev
 	$(BIN)/ruff check .

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections import Counter
@@ -390,7 +391,7 @@ def test_job_decorator_and_slots() -> None:
     job = s.jobs["sync"]
     assert job.is_async and job.takes_context and job.timezone == "Europe/Athens"
     slots = job.slots(count=3)
-    assert len(slots) == 3 and all(b.timestamp() - a.timestamp() == 300 for a, b in zip(slots, slots[1:]))
+    assert len(slots) == 3 and all(b.timestamp() - a.timestamp() == 300 for a, b in itertools.pairwise(slots))
     assert s.next_slot("sync") == slots[0]
     with pytest.raises(TypeError):
         s.jobs["x"] = job  # type: ignore[index]

@@ -40,7 +40,9 @@ def load_scheduler(target: str, backend: str | None = None) -> Scheduler:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            raise UsageError(f"cannot import {module_name!r}: run from the folder that holds it, or fix PYTHONPATH") from exc
+            raise UsageError(
+                f"cannot import {module_name!r}: run from the folder that holds it, or fix PYTHONPATH"
+            ) from exc
         raise
     obj: Any = module
     for part in attr.split("."):
@@ -65,7 +67,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Columns padded to their widest cell: readable in a terminal, greppable in a log."""
     cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -142,7 +144,9 @@ def _backends(as_json: bool) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="anarchon", description="Distributed cron: exactly one instance runs each slot.")
+    parser = argparse.ArgumentParser(
+        prog="anarchon", description="Distributed cron: exactly one instance runs each slot."
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
 
@@ -153,7 +157,9 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     target("run", "run the scheduler until SIGINT or SIGTERM")
-    target("jobs", "list jobs: name, cron, timezone, next slot, last status").add_argument("--json", action="store_true")
+    target("jobs", "list jobs: name, cron, timezone, next slot, last status").add_argument(
+        "--json", action="store_true"
+    )
     p = target("history", "show a job's runs, newest first")
     p.add_argument("job")
     p.add_argument("--limit", type=int, default=20)

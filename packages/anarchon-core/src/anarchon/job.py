@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Union
+from typing import Any
 
 from .cron import Schedule
 from .errors import InvalidJobError
@@ -16,18 +16,19 @@ from .run import RunContext, datetime_to_ms, ms_to_datetime
 
 __all__ = ["Job", "JobFunc"]
 
-JobFunc = Union[
-    Callable[[], Any],
-    Callable[[RunContext], Any],
-    Callable[[], Awaitable[Any]],
-    Callable[[RunContext], Awaitable[Any]],
-]
+JobFunc = (
+    Callable[[], Any]
+    | Callable[[RunContext], Any]
+    | Callable[[], Awaitable[Any]]
+    | Callable[[RunContext], Awaitable[Any]]
+)
 
 
 def _is_async(func: Callable[..., Any]) -> bool:
     while isinstance(func, functools.partial):
         func = func.func
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))
+    # An object whose __call__ is a coroutine function is an async job too.
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__)
 
 
 def _takes_context(name: str, func: Callable[..., Any]) -> bool:

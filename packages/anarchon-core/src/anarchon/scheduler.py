@@ -370,7 +370,9 @@ class Scheduler:
                         raise AnarchonError(f"run_now({name!r}): this instance lost the lease during the run")
                     return run
                 if result.outcome is Outcome.SKIPPED:
-                    self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot_ms, reason="overlap")
+                    self._plugins.notify(
+                        "anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot_ms, reason="overlap"
+                    )
                     return result.record or Run(
                         job=name, slot_ms=slot_ms, status=RunStatus.SKIPPED, instance=self.instance_id, manual=True
                     )
@@ -431,7 +433,7 @@ class Scheduler:
 
     async def _claim_and_run(self, claims: list[Claim]) -> None:
         results = await self._decide(claims)
-        for claim, result in zip(claims, results):
+        for claim, result in zip(claims, results, strict=True):
             self._dispatch(claim.job, claim.slot_ms, result)
 
     async def _decide(self, claims: list[Claim]) -> list[ClaimResult]:
@@ -509,7 +511,9 @@ class Scheduler:
                 await self._hand_over(active)
                 return None
             if ctx.lease_lost and not active.cancelled_by_stop:
-                self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=grant.slot_ms, reason="stale")
+                self._plugins.notify(
+                    "anarchon_claim_lost", scheduler=self, job=job, slot_ms=grant.slot_ms, reason="stale"
+                )
                 return None
             finished_ms = self.clock.now_ms()
             run = Run(
@@ -543,9 +547,7 @@ class Scheduler:
             await job.func(*args)
             return
         if self._executor is None:
-            self._executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=64, thread_name_prefix="anarchon-job"
-            )
+            self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="anarchon-job")
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, lambda: job.func(*args))
 
@@ -632,7 +634,12 @@ class Scheduler:
                 job = self._jobs.get(result.grant.job)
                 if job is None:
                     continue
-                log.info("job %s, slot %s: taken over (attempt %d)", job.name, ms_to_datetime(result.grant.slot_ms), result.grant.attempt)
+                log.info(
+                    "job %s, slot %s: taken over (attempt %d)",
+                    job.name,
+                    ms_to_datetime(result.grant.slot_ms),
+                    result.grant.attempt,
+                )
                 self._spawn(self._execute(job, result.grant))
 
     async def _catch_up(self) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import itertools
 import json
 import os
 import select
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Fleet", "FleetReport", "SlotRow", "reconcile", "read_ledger"]
+__all__ = ["Fleet", "FleetReport", "SlotRow", "read_ledger", "reconcile"]
 
 READY = "anarchon-fleet-ready"
 
@@ -222,7 +223,7 @@ def reconcile(
                 report.skipped += 1
             report.runs += len(e)
             by_time = sorted(s, key=lambda r: r["t"])
-            for first, later in zip(by_time, by_time[1:]):
+            for first, later in itertools.pairwise(by_time):
                 if later["attempt"] > first["attempt"]:
                     report.take_overs += 1
                     report.take_over_ms.append(later["t"] - killed_at.get(first["instance"], first["t"]))
@@ -281,8 +282,24 @@ class Fleet:
         self.cron = cron
         self.slow_cron = slow_cron
         self.job_prefix = job_prefix
-        self._argv_base = [sys.executable, "-m", "anarchon_conformance.fleet", "instance", "--ledger", str(self.ledger_path)]
-        self._argv_base += ["--jobs", str(jobs), "--cron", cron, "--job-prefix", job_prefix, "--grace-ms", str(grace_ms)]
+        self._argv_base = [
+            sys.executable,
+            "-m",
+            "anarchon_conformance.fleet",
+            "instance",
+            "--ledger",
+            str(self.ledger_path),
+        ]
+        self._argv_base += [
+            "--jobs",
+            str(jobs),
+            "--cron",
+            cron,
+            "--job-prefix",
+            job_prefix,
+            "--grace-ms",
+            str(grace_ms),
+        ]
         self._argv_base += ["--options", json.dumps(self.options)]
         if backend:
             self._argv_base += ["--backend", backend]
@@ -347,9 +364,7 @@ class Fleet:
                     del waiting[stream]
 
     def _logs(self, members: Any) -> str:
-        return "; ".join(
-            f"{m.instance}: {(self.workdir / f'{m.instance}.log').read_text()[-2000:]!r}" for m in members
-        )
+        return "; ".join(f"{m.instance}: {(self.workdir / f'{m.instance}.log').read_text()[-2000:]!r}" for m in members)
 
     def alive(self) -> list[_Member]:
         return [m for m in self.members if m.process.poll() is None]

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The whole test suite as a matrix: one pytest run per broker, each printing
+# its own summary, then one line "N passed, N failed" for all of them. Extra
+# arguments go to every pytest run (e.g. -m "not slow"). Exits non-zero when
+# any step fails.
+set -u
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+STEPS=(
+  "core:packages/anarchon-core packages/conformance"
+  "sqlite:packages/anarchon-sqlite"
+  "redis:packages/anarchon-redis"
+  "postgres:packages/anarchon-postgres"
+  "rabbitmq:packages/anarchon-rabbitmq"
+  "nats:packages/anarchon-nats"
+)
+if [ -n "${ANARCHON_STEPS:-}" ]; then
+  selected=()
+  for step in "${STEPS[@]}"; do
+    case ",$ANARCHON_STEPS," in *",${step%%:*},"*) selected+=("$step");; esac
+  done
+  STEPS=("${selected[@]}")
+fi
+logdir=$(mktemp -d)
+passed=0 failed=0 skipped=0 bad_steps=()
+count() {  # word file
+  grep -E '^=+ .* in [0-9.]+s' "$2" | tail -n 1 | grep -oE "[0-9]+ $1" | grep -oE '[0-9]+' || echo 0
+}
+for step in "${STEPS[@]}"; do
+  name=${step%%:*}
+  paths=${step#*:}
+  log="$logdir/$name.log"
+  echo "::: step $name: pytest $paths"
+  start=$SECONDS
+  # shellcheck disable=SC2086
+  "$PY" -m pytest $paths "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  p=$(count passed "$log"); f=$(count failed "$log"); e=$(count error "$log"); s=$(count skipped "$log")
+  passed=$((passed + p)); failed=$((failed + f + e)); skipped=$((skipped + s))
+  echo "::: step $name: rc=$rc, $p passed, $((f + e)) failed, $s skipped in $((SECONDS - start)) s"
+  if [ "$rc" -ne 0 ]; then
+    bad_steps+=("$name")
+    [ $((f + e)) -eq 0 ] && failed=$((failed + 1))  # a step that broke before counting still counts
+  fi
+done
+echo
+for step in "${STEPS[@]}"; do
+  name=${step%%:*}
+  case " ${bad_steps[*]:-} " in *" $name "*) echo "  $name: FAILED";; *) echo "  $name: ok";; esac
+done
+echo "$passed passed, $failed failed, $skipped skipped"
+[ ${#bad_steps[@]} -eq 0 ]
