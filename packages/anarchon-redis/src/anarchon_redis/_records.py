@@ -42,7 +42,8 @@ def base_record(claim: Claim) -> str:
 
 
 def final_record(run: Run) -> str:
-    if run.status is RunStatus.RUNNING:
+    status = RunStatus(run.status)
+    if status is RunStatus.RUNNING:
         raise ValueError(
             f"finish() got run {run.job}/{run.slot_ms} with status 'running'; pass the finished run "
             "(succeeded, failed, timed-out or cancelled)"
@@ -51,7 +52,7 @@ def final_record(run: Run) -> str:
         {
             "job": run.job,
             "slot": run.slot_ms,
-            "status": run.status.value,
+            "status": status.value,
             "instance": run.instance,
             "attempt": run.attempt,
             "fencing": run.fencing,

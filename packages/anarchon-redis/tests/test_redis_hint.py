@@ -1,0 +1,101 @@
+"""Take-over over many jobs: the hint keeps it cheap, and correctness never rests on it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from anarchon_redis import _scripts as S
+
+SHORT = 150
+
+
+def count_scripts(backend, monkeypatch) -> list[str]:
+    """Record the name of every script the backend sends."""
+    sent: list[str] = []
+    call, calls = backend._call, backend._calls
+
+    async def one(script, keys, args):
+        sent.append(script.name)
+        return await call(script, keys, args)
+
+    async def many(batch, **kw):
+        sent.extend(script.name for script, _, _ in batch)
+        return await calls(batch, **kw)
+
+    monkeypatch.setattr(backend, "_call", one)
+    monkeypatch.setattr(backend, "_calls", many)
+    return sent
+
+
+async def test_take_over_checks_only_jobs_whose_lease_expired(store, make_job, claim, monkeypatch, wait_until):
+    a, b = await store.backend(), await store.backend()
+    jobs = [make_job(f"many-{i}", lease_ms=60_000) for i in range(300)]
+    dying = make_job("dying", lease_ms=SHORT)
+    assert all(r.won for r in await a.claim([claim(j, 1000) for j in [*jobs, dying]]))
+    assert await b.take_over([*jobs, dying], "b") == [], "the first call sweeps every job"
+    sent = count_scripts(b, monkeypatch)
+    (taken,) = await wait_until(lambda: b.take_over([*jobs, dying], "b"))
+    assert taken.grant is not None
+    assert taken.grant.job == "dying"
+    assert sent.count("take_over") <= 2, "only the expired job is looked at, not all 301"
+    sent.clear()
+    assert await b.take_over([*jobs, dying], "b") == []
+    assert sent.count("take_over") == 0
+
+
+async def test_a_lost_hint_is_repaired_by_the_sweep(store, make_job, claim, wait_until):
+    a = await store.backend()
+    b = await store.backend(sweep_ms=300)
+    job = make_job(lease_ms=SHORT)
+    assert await b.take_over([job], "b") == []
+    assert (await a.claim([claim(job, 1000)]))[0].won
+    raw = store.raw()
+    try:
+        await raw.delete(a._keys.hint)
+    finally:
+        await raw.aclose()
+    await asyncio.sleep(SHORT / 1000 + 0.05)
+    (taken,) = await wait_until(lambda: b.take_over([job], "b"), deadline_s=5)
+    assert taken.grant is not None
+    assert taken.grant.attempt == 2
+
+
+async def test_the_hint_follows_leases_on_one_server(single, make_job, claim, wait_until):
+    a = await single.backend()
+    job = make_job(lease_ms=SHORT)
+    raw = single.raw()
+    try:
+        (won,) = await a.claim([claim(job, 1000)])
+        assert won.grant is not None
+        expiry = await raw.zscore(a._keys.hint, job.name)
+        assert expiry is not None
+        assert await a.renew([won.grant]) == [True]
+        assert await raw.zscore(a._keys.hint, job.name) >= expiry
+        (record,) = await a.history(job.name)
+        assert await a.finish(won.grant, record.replace(status="succeeded"))
+        assert await raw.zscore(a._keys.hint, job.name) is None, "no running run, no entry"
+    finally:
+        await raw.aclose()
+
+
+async def test_cluster_settle_never_drops_an_entry_a_claim_touched(cluster_url, make_job):
+    from anarchon_redis import RedisBackend
+
+    backend = RedisBackend(url=cluster_url, prefix="t:settle:")
+    await backend.start()
+    hint = backend._keys.hint
+    try:
+        client = backend._redis()
+        await client.zadd(hint, {"job": 1})  # due long ago, as a take-over pass reads it
+        await backend._call(S.TOUCH, [hint], ["job", 60_000])  # a claim meanwhile
+        touched = await client.zscore(hint, "job")
+        assert touched > 1
+        await backend._call(S.SETTLE, [hint], ["job", "1", ""])  # the pass found nothing running
+        assert await client.zscore(hint, "job") == touched, "the claim's entry stays"
+        await backend._call(S.SETTLE, [hint], ["job", str(int(touched)), ""])
+        assert await client.zscore(hint, "job") is None
+        await backend._call(S.SETTLE, [hint], ["job", "", "5000"])  # a sweep found a running run
+        assert await client.zscore(hint, "job") == 5000
+    finally:
+        await backend._redis().delete(hint)
+        await backend.close()
