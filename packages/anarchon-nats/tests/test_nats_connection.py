@@ -58,9 +58,7 @@ def tls_server(servers: Servers) -> tuple[Server, Path]:
     (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
         "-days", "2", "-extfile", "ext.cnf", "-out", "server.pem")  # fmt: skip
-    s = servers.new(
-        d.name, _js_body() + f'\ntls {{ cert_file: "{d / "server.pem"}", key_file: "{d / "server.key"}" }}'
-    )
+    s = servers.new(d.name, _js_body() + f'\ntls {{ cert_file: "{d / "server.pem"}", key_file: "{d / "server.key"}" }}')
     s.start()
     return s, d / "ca.pem"
 

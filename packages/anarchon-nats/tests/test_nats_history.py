@@ -27,7 +27,10 @@ async def test_history_joins_claims_and_results_newest_first(backends, names, cl
         grants[slot] = r.grant
     running = (await b.history("sync"))[0]
     ok = running.replace(
-        slot_ms=1000, status=RunStatus.SUCCEEDED, finished_at=running.started_at + timedelta(seconds=1), duration_ms=1000
+        slot_ms=1000,
+        status=RunStatus.SUCCEEDED,
+        finished_at=running.started_at + timedelta(seconds=1),
+        duration_ms=1000,
     )
     await a.finish(grants[1000], ok.replace(started_at=running.started_at - timedelta(seconds=2)))
     failed = ok.replace(slot_ms=2000, status=RunStatus.FAILED, error="ValueError: boom")
@@ -120,9 +123,7 @@ async def test_run_now_publishes_a_manual_claim_and_its_result(names, nats_url) 
 @pytest.mark.slow
 async def test_a_scheduler_runs_every_second_slot_once_and_history_shows_them(names, nats_url) -> None:
     runs: list[int] = []
-    schedulers = [
-        Scheduler(backend=NatsBackend(nats_url, stream=names.stream, prefix=names.prefix)) for _ in range(3)
-    ]
+    schedulers = [Scheduler(backend=NatsBackend(nats_url, stream=names.stream, prefix=names.prefix)) for _ in range(3)]
     for s in schedulers:
         s.add("tick", "* * * * * *", lambda ctx: runs.append(ctx.slot_ms), jitter_ms=100)
     for s in schedulers:
@@ -139,3 +140,24 @@ async def test_a_scheduler_runs_every_second_slot_once_and_history_shows_them(na
     history = await schedulers[0].history("tick")
     assert {r.slot_ms for r in history} == set(runs)
     assert all(r.status is RunStatus.SUCCEEDED for r in history)
+
+
+async def test_history_read_message_by_message_matches_the_consumer_read(backends, monkeypatch, caplog) -> None:
+    """The fallback used when a degraded cluster does not answer the history consumer."""
+    (a,) = await backends()
+    job = make_job()
+    (r,) = await a.claim([Claim(job, 1, "a", token(), now_ms())])
+    assert r.grant is not None
+    await a.finish(r.grant, (await a.history("sync"))[0].replace(status=RunStatus.SUCCEEDED))
+    await a.claim([Claim(job, s, "a", token(), now_ms()) for s in (2, 3)])
+    await a.claim([Claim(make_job("other"), 9, "a", token(), now_ms())])
+    by_consumer = await a.history("sync")
+
+    async def no_answer(*args: object) -> None:
+        raise asyncio.TimeoutError
+
+    monkeypatch.setattr(a, "_read_by_consumer", no_answer)
+    caplog.set_level("INFO", logger="anarchon.nats")
+    assert await a.history("sync") == by_consumer
+    assert [r.slot_ms for r in by_consumer] == [3, 2, 1]
+    assert "reading message by message" in caplog.text

@@ -6,9 +6,10 @@ import asyncio
 
 import pytest
 from nats.js.api import StorageType, StreamConfig
-from nats_helpers import make_job
+from nats_helpers import make_job, now_ms, token
 
 from anarchon import Scheduler
+from anarchon.backend import Claim
 from anarchon_nats import NatsBackend, StreamConflictError
 
 pytestmark = pytest.mark.nats
@@ -103,9 +104,6 @@ async def test_prepare_takes_the_largest_of_the_backend_and_every_job(backends, 
 
 
 async def test_history_is_trimmed_by_count_per_job(backends) -> None:
-    from anarchon.backend import Claim
-    from nats_helpers import now_ms, token
-
     (b,) = await backends(history_size=3)
     job, other = make_job("trim", history_size=3), make_job("other", history_size=3)
     await b.claim([Claim(job, s, "a", token(), now_ms()) for s in range(1, 8)])

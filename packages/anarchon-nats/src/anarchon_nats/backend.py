@@ -352,6 +352,20 @@ class NatsBackend(Backend):
         return join_history(messages, limit)
 
     async def _read(self, nc: Client, js: JetStreamContext, subject: str) -> list[tuple[str, bytes | None]]:
+        """Every message on ``subject`` in stream order, as ``(last token, payload)`` pairs.
+
+        A short-lived consumer streams them in one go. A cluster missing a
+        server may place that consumer on the missing peer (seen with NATS
+        2.9), so when it does not answer the messages are read one by one
+        from the stream leader instead: slower, but it needs only the stream.
+        """
+        try:
+            return await self._read_by_consumer(nc, js, subject)
+        except asyncio.TimeoutError as exc:
+            log.info("history consumer on %s did not answer (%s); reading message by message", subject, exc)
+            return await self._read_by_get(js, subject)
+
+    async def _read_by_consumer(self, nc: Client, js: JetStreamContext, subject: str) -> list[tuple[str, bytes | None]]:
         inbox = nc.new_inbox()
         sub = await nc.subscribe(inbox)
         consumer: str | None = None
@@ -385,3 +399,14 @@ class NatsBackend(Backend):
                     await js.delete_consumer(self.stream, consumer)
                 except Exception as exc:  # it expires by itself after inactive_threshold
                     log.debug("deleting history consumer %s failed: %s", consumer, exc)
+
+    async def _read_by_get(self, js: JetStreamContext, subject: str) -> list[tuple[str, bytes | None]]:
+        out: list[tuple[str, bytes | None]] = []
+        seq = 1
+        while True:
+            try:
+                msg = await js.get_msg(self.stream, seq=seq, subject=subject, next=True)
+            except NotFoundError:
+                return out
+            out.append(((msg.subject or "").rpartition(".")[2], msg.data))
+            seq = (msg.seq or seq) + 1
