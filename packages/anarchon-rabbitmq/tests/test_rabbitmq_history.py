@@ -82,10 +82,8 @@ async def test_history_is_newest_first_and_limited(make_backend, job, claim, slo
         await backend.finish(r.grant, finished(r.grant))
     runs = await backend.history("sync")
     assert [r.slot_ms - slot for r in runs] == [4000, 3000, 2000, 1000, 0]
-    assert [r.status for r in runs] == [RunStatus.SUCCEEDED, RunStatus.RUNNING, RunStatus.SUCCEEDED] + [
-        RunStatus.RUNNING,
-        RunStatus.SUCCEEDED,
-    ]
+    done, running = RunStatus.SUCCEEDED, RunStatus.RUNNING
+    assert [r.status for r in runs] == [done, running, done, running, done]
     assert [r.slot_ms - slot for r in await backend.history("sync", limit=2)] == [4000, 3000]
     assert (await backend.last_run("sync")).slot_ms == slot + 4000
 
@@ -143,9 +141,7 @@ async def test_history_keeps_at_least_history_size_runs_once_the_stream_is_trimm
     ]
     for start in range(0, written, 100):  # oldest first, as time goes
         batch = grants[start : start + 100]
-        await asyncio.gather(
-            *(backend.finish(g, finished(g, RunStatus.FAILED, "E: " + "y" * 1000)) for g in batch)
-        )
+        await asyncio.gather(*(backend.finish(g, finished(g, RunStatus.FAILED, "E: " + "y" * 1000)) for g in batch))
     # Retention runs when a segment rolls over; the broker's count shows records were dropped.
     await _until(lambda: 0 < broker(prefix)[f"{prefix}sync.history"]["messages"] < written, "trimming")
 

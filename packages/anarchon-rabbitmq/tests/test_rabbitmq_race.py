@@ -42,5 +42,6 @@ async def test_ten_instances_race_over_many_slots_and_each_slot_has_one_winner(
 async def test_racing_manual_runs_of_one_millisecond_have_one_winner(make_backend, job, claim, slot):
     backends = await asyncio.gather(*(make_backend() for _ in range(8)))
     sync = job("sync")
-    results = await asyncio.gather(*(b.claim([claim(sync, slot, f"r{i}", manual=True)]) for i, b in enumerate(backends)))
+    claims = [claim(sync, slot, f"r{i}", manual=True) for i in range(len(backends))]
+    results = await asyncio.gather(*(b.claim([c]) for b, c in zip(backends, claims, strict=True)))
     assert sorted(r.outcome.value for (r,) in results) == ["lost"] * 7 + ["won"]
