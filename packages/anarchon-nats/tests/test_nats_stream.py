@@ -151,3 +151,11 @@ def test_a_bad_prefix_is_refused_at_construction(prefix: str) -> None:
 def test_bad_numbers_are_refused_at_construction(option: str, value: object) -> None:
     with pytest.raises(ValueError, match=option):
         NatsBackend(**{option: value})  # type: ignore[arg-type]
+
+
+async def test_a_claim_for_a_job_never_prepared_still_raises_the_limit(backends, names, client) -> None:
+    """Callers that skip prepare() (direct API use) still get the job's history size."""
+    (b,) = await backends(history_size=5)
+    (r,) = await b.claim([Claim(make_job("big", history_size=50), 1, "a", token(), now_ms())])
+    assert r.won
+    assert (await client.jetstream().stream_info(names.stream)).config.max_msgs_per_subject == 50

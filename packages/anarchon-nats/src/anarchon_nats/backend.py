@@ -277,6 +277,8 @@ class NatsBackend(Backend):
         if not claims:
             return []
         js = self._jetstream()
+        if any(c.job.options.history_size > self._needed for c in claims):
+            await self.prepare([c.job for c in claims])  # a caller that skipped prepare(): once per increase
         if len(claims) == 1:
             acks: list[PubAck | BaseException] = [await self._publish_claim(js, claims[0])]
         else:
