@@ -31,17 +31,25 @@ T = TypeVar("T")
 #: call, so a handful covers claims, renewals and finishes overlapping.
 _POOL_MAX = 4
 
-#: Failures after which the same call can be sent again on a fresh
-#: connection: the connection died, the server ended the session, or the
-#: transaction was rolled back. Every statement here is safe to repeat (claims
-#: carry their token, take-overs and renewals re-judge the lease).
-_RETRYABLE: tuple[type[BaseException], ...] = (
+#: Failures that leave a connection in doubt: the server ended the session,
+#: the socket died, or the client's protocol state is broken (a session killed
+#: while idle shows up as an InternalClientError on its next use). Such a
+#: connection is terminated, never handed back to the pool.
+_DEAD: tuple[type[BaseException], ...] = (
     asyncpg.PostgresConnectionError,
     asyncpg.exceptions.OperatorInterventionError,
-    asyncpg.exceptions.DeadlockDetectedError,
-    asyncpg.exceptions.SerializationError,
+    asyncpg.InternalClientError,
     ConnectionError,
 )
+#: After these the same call is sent once more on another connection: nothing
+#: was committed, or what was is recognised (claims carry their token,
+#: take-overs and renewals re-judge the lease, a finish accepts its own record).
+_RETRYABLE: tuple[type[BaseException], ...] = (
+    *_DEAD,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.SerializationError,
+)
+_SUSPECT: tuple[type[BaseException], ...] = (*_DEAD, asyncio.TimeoutError)
 _UNREACHABLE: tuple[type[BaseException], ...] = (*_RETRYABLE, OSError, asyncio.TimeoutError)
 
 
@@ -181,12 +189,20 @@ class PostgresBackend(Backend):
         if pool is None:
             raise RuntimeError(f"{self!r} is not started; call start() first")
         try:
-            async with pool.acquire(timeout=self._timeout) as conn:
-                return await op(conn, False)
+            return await self._attempt(pool, op, retry=False)
         except _RETRYABLE as exc:
             log.info("anarchon-postgres: %s failed (%s: %s); retrying once", what, type(exc).__name__, exc)
+        return await self._attempt(pool, op, retry=True)
+
+    async def _attempt(
+        self, pool: asyncpg.Pool, op: Callable[[asyncpg.Connection, bool], Awaitable[T]], *, retry: bool
+    ) -> T:
         async with pool.acquire(timeout=self._timeout) as conn:
-            return await op(conn, True)
+            try:
+                return await op(conn, retry)
+            except _SUSPECT:
+                conn.terminate()
+                raise
 
     # -- claiming -----------------------------------------------------------
 
