@@ -69,10 +69,25 @@ async def test_a_new_stream_gets_one_replica_when_replicas_is_unset(cluster, str
     assert await _replicas(cnc, stream_name) == 1
 
 
-async def test_a_new_stream_gets_the_replicas_asked_for(cluster, stream_name, cnc) -> None:
-    b = await _started(cluster, stream_name, replicas=3)
-    await b.close()
-    assert await _replicas(cnc, stream_name) == 3
+async def test_the_documented_cluster_example_with_a_connection_of_our_own(cluster, stream_name, cnc) -> None:
+    """connect(servers=[n1, n2, n3]); NatsBackend(connection, stream=…, prefix='billing.cron.', replicas=3)."""
+    connection = await nats.connect(cluster.urls)
+    try:
+        tag = stream_name.split("_")[1]
+        b = NatsBackend(connection=connection, stream=stream_name, prefix=f"billing{tag}.cron.", replicas=3)
+        await b.start()
+        (r,) = await b.claim([Claim(make_job(), 1, "a", token(), now_ms())])
+        assert r.won
+        await b.close()
+        assert connection.is_connected
+        info = await cnc.jetstream().stream_info(stream_name)
+        assert info.config.num_replicas == 3
+        assert info.config.subjects == [f"billing{tag}.cron.>"]
+        assert info.cluster is not None
+        assert info.cluster.replicas is not None
+        assert len(info.cluster.replicas) == 2  # two followers besides the leader
+    finally:
+        await connection.close()
 
 
 async def test_an_existing_stream_is_updated_to_replicas_when_set_and_kept_when_unset(

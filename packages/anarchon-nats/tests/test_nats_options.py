@@ -85,6 +85,20 @@ def test_capabilities_declare_a_claim_backend() -> None:
     assert NatsBackend.url_schemes == ("nats", "tls")
 
 
+def test_constructor_defaults_are_the_documented_ones() -> None:
+    b = NatsBackend()
+    assert b.servers == ["nats://localhost:4222"]
+    assert b.connection is None
+    assert (b.stream, b.prefix, b.duplicate_window_ms, b.history_size, b.replicas) == (
+        "CRON",
+        "cron.",
+        300_000,
+        1000,
+        None,
+    )
+    assert NatsBackend(["nats://n1:4222", "nats://n2:4222"]).servers == ["nats://n1:4222", "nats://n2:4222"]
+
+
 def test_check_job_does_no_io() -> None:
     """check_job is synchronous and runs on a backend that never started (no connection at all)."""
     backend = NatsBackend("nats://127.0.0.1:1", duplicate_window_ms=10_000)
