@@ -76,7 +76,9 @@ CREATE TABLE {s}.runs (
     PRIMARY KEY (job, slot_ms, manual)
 );
 
-CREATE INDEX runs_running ON {s}.runs (job, slot_ms) WHERE status = 'running';
+-- Running runs by lease expiry: the abandon step and take-over read the
+-- expired end, the overlap check the live end, never the whole history.
+CREATE INDEX runs_running ON {s}.runs (job, expires_ms) WHERE status = 'running';
 
 CREATE FUNCTION {s}.now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS $fn$ SELECT {now} $fn$;
 
