@@ -19,7 +19,6 @@ Compare ratios within one run; absolute times vary 2-5x on a busy machine.
 from __future__ import annotations
 
 # ruff: noqa: S608 - the schema name is generated here, not user input
-
 import argparse
 import asyncio
 import os
