@@ -6,7 +6,8 @@ epoch milliseconds; ``live`` holds exactly the running runs, scored by lease
 expiry, so finding dead or live leases never scans history.
 
 On a single server the scripts also keep the per-prefix hint (job name ->
-earliest lease expiry) exact, passed as the last key. On Redis Cluster that
+earliest lease expiry) up to date, passed as the last key: exact, or earlier
+than the truth (then a take-over pass looks and sets it right), never later. On Redis Cluster that
 key lives in another slot, so it is left out and the client keeps the hint
 with ``TOUCH`` and ``SETTLE``; see :mod:`anarchon_redis.backend`.
 """
@@ -22,6 +23,7 @@ __all__ = [
     "FINISH",
     "HAND_OVER",
     "HISTORY",
+    "PEEK",
     "RENEW",
     "SETTLE",
     "TAKE_OVER",
@@ -83,10 +85,16 @@ if existing then
   return {'lost'}
 end
 local now = now_ms()
-if not manual then
-  local mark = tonumber(redis.call('HGET', state, 'mark'))
-  if mark and slot <= mark then return {'lost'} end
-  for _, dead in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', num(now))) do
+local st = redis.call('HMGET', state, 'mark', 'fencing')
+local mark, fencing = tonumber(st[1]), tonumber(st[2]) or 0
+if not manual and mark and slot <= mark then return {'lost'} end
+local busy = false
+local leases = redis.call('ZRANGE', live, 0, -1, 'WITHSCORES')
+for i = 1, #leases, 2 do
+  if tonumber(leases[i + 1]) > now then
+    busy = true
+  elseif not manual then
+    local dead = leases[i]
     local raw = redis.call('HGET', runs, dead)
     if not raw then
       redis.call('ZREM', live, dead)
@@ -99,27 +107,29 @@ if not manual then
       end
     end
   end
-  redis.call('HSET', state, 'mark', num(slot))
 end
 local rec = cjson.decode(ARGV[9])
 rec.token, rec.lease, rec.attempt, rec.handed = token, lease, 1, false
 redis.call('ZADD', order, num(slot * 2 + (manual and 1 or 0)), rid)
-if skip and redis.call('ZCOUNT', live, '(' .. num(now), '+inf') > 0 then
+local outcome = 'won'
+if skip and busy then
+  outcome = 'skipped'
   rec.status, rec.fencing, rec.finished, rec.duration = 'skipped', cjson.null, rec.started, 0
-  local raw = cjson.encode(rec)
-  redis.call('HSET', runs, rid, raw)
-  trim(runs, order, live, size, ttl, now)
-  sync_hint(live, hint, job)
-  return {'skipped', raw}
+  if not manual then redis.call('HSET', state, 'mark', num(slot)) end
+else
+  rec.status, rec.fencing = 'running', fencing + 1
+  redis.call('ZADD', live, num(now + lease), rid)
+  if hint then redis.call('ZADD', hint, 'LT', num(now + lease), job) end
+  if manual then
+    redis.call('HSET', state, 'fencing', num(rec.fencing))
+  else
+    redis.call('HSET', state, 'mark', num(slot), 'fencing', num(rec.fencing))
+  end
 end
-rec.status = 'running'
-rec.fencing = redis.call('HINCRBY', state, 'fencing', 1)
 local raw = cjson.encode(rec)
 redis.call('HSET', runs, rid, raw)
-redis.call('ZADD', live, num(now + lease), rid)
 trim(runs, order, live, size, ttl, now)
-sync_hint(live, hint, job)
-return {'won', raw}
+return {outcome, raw}
 """
 
 # KEYS: runs, live[, hint]    ARGV: rid, token, job
@@ -220,6 +230,11 @@ end
 return out
 """
 
+# KEYS: live    How many runs of the job hold a lease: a sweep looks closer only at those.
+_PEEK = r"""
+return redis.call('ZCARD', KEYS[1])
+"""
+
 # KEYS: hint    Returns {job, expiry, job, expiry, ...} of the jobs whose earliest lease expired.
 _DUE = r"""
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now_ms()), 'WITHSCORES')
@@ -281,5 +296,6 @@ HAND_OVER = _script("hand_over", _HAND_OVER)
 TAKE_OVER = _script("take_over", _TAKE_OVER)
 HISTORY = _script("history", _HISTORY)
 DUE = _script("due", _DUE)
+PEEK = Script("peek", _PEEK)
 TOUCH = _script("touch", _TOUCH)
 SETTLE = _script("settle", _SETTLE)

@@ -11,14 +11,15 @@ the earliest lease expiry of its running runs. On one server the scripts keep
 it exact in the same atomic step. On a cluster it lives in another hash slot,
 so claims ``TOUCH`` it in the same pipeline and take-over passes ``SETTLE``
 it afterwards. Correctness never rests on it: every script decides from the
-job's own keys, and every ``sweep_ms`` a take-over pass checks every job it
-was given, which also repairs the hint.
+job's own keys, and take-over passes also check every job they are given
+once per ``sweep_ms`` (a slice per call), which also repairs the hint.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import uuid
 from collections.abc import Sequence
@@ -125,6 +126,7 @@ class RedisBackend(Backend):
         self._client: Client | None = client
         self._owns_client = client is None
         self._last_sweep: float | None = None
+        self._sweep_cursor = 0
 
     @classmethod
     def from_url(cls, url: str) -> RedisBackend:
@@ -275,18 +277,27 @@ class RedisBackend(Backend):
             await self._call(S.TOUCH, [self._keys.hint], [grant.job, 0])
         return done
 
+    def _sweep_slice(self, jobs: Sequence[Job]) -> list[Job]:
+        """The jobs this pass checks whatever the hint says: all of them every ``sweep_ms``, spread over calls."""
+        now, n = time.monotonic(), len(jobs)
+        if self._last_sweep is None:
+            count = n
+        else:
+            count = min(n, math.ceil(n * (now - self._last_sweep) * 1000 / self.sweep_ms))
+        self._last_sweep = now
+        first = self._sweep_cursor % n
+        self._sweep_cursor = (first + count) % n
+        return [jobs[(first + i) % n] for i in range(count)]
+
     async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
         if not jobs:
             return []
-        sweep = self._last_sweep is None or time.monotonic() - self._last_sweep >= self.sweep_ms / 1000
-        seen: dict[str, str] = {}
-        if sweep:
-            candidates = list(jobs)
-        else:
-            reply = await self._call(S.DUE, [self._keys.hint], [])
-            due = {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
-            candidates = [j for j in jobs if j.name in due]
-            seen = {j.name: due[j.name] for j in candidates}
+        sweep = self._sweep_slice(jobs)
+        peeks: list[Call] = [(S.PEEK, [self._keys.job(j.name).live], []) for j in sweep]
+        replies = await self._calls([(S.DUE, [self._keys.hint], []), *peeks])
+        due = {text(replies[0][i]): text(replies[0][i + 1]) for i in range(0, len(replies[0]), 2)}
+        running = {j.name for j, count in zip(sweep, replies[1:], strict=True) if count}
+        candidates = [j for j in jobs if j.name in due or j.name in running]
         if not candidates:
             return []
         nonce = uuid.uuid4().hex
@@ -295,19 +306,17 @@ class RedisBackend(Backend):
             k = self._keys.job(job.name)
             args = [instance, job.options.max_attempts, job.options.lease_ms, nonce, job.name]
             calls.append((S.TAKE_OVER, [k.state, k.runs, k.live, *self._hint()], args))
-        replies = await self._calls(calls)
-        if sweep:
-            self._last_sweep = time.monotonic()
+        results = await self._calls(calls)
         if self.cluster:
             settles: list[Call] = []
-            for job, reply in zip(candidates, replies, strict=True):
+            for job, reply in zip(candidates, results, strict=True):
                 nxt = text(reply[0]) if reply[0] is not None else ""
-                settles.append((S.SETTLE, [self._keys.hint], [job.name, seen.get(job.name, ""), nxt]))
+                settles.append((S.SETTLE, [self._keys.hint], [job.name, due.get(job.name, ""), nxt]))
             try:
                 await self._calls(settles)
             except RedisError as exc:  # the runs are ours already: run them, repair the hint later
                 log.warning("could not update the take-over hint (the next sweep repairs it): %s", exc)
-        return [ClaimResult(Outcome.WON, grant_of(raw)) for reply in replies for raw in reply[1:]]
+        return [ClaimResult(Outcome.WON, grant_of(raw)) for reply in results for raw in reply[1:]]
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         if not jobs:
