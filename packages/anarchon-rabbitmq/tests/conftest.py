@@ -158,6 +158,8 @@ class Proxy:
         self.hold_after_publish_to: str | None = None
         self.publish_seen = asyncio.Event()
         self.upstream_ports: list[int] = []
+        #: Local ports of the broker connections whose confirms are held.
+        self.held_ports: list[int] = []
         self.tls_clients = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -188,6 +190,7 @@ class Proxy:
                     window = (window + data)[-4096:]
                     if b"\x00\x3c\x00\x28\x00\x00\x00" + bytes([len(key)]) + key in window:
                         held["on"] = True
+                        self.held_ports.append(up_writer.get_extra_info("sockname")[1])
                         self.publish_seen.set()
                 up_writer.write(data)
                 await up_writer.drain()

@@ -47,7 +47,7 @@ async def test_connection_closed_between_publish_and_confirm_skips_the_run(
         ["rabbitmqctl", "list_connections", "pid", "peer_port", "-q"], capture_output=True, text=True, check=True
     ).stdout
     rows = [line.split("\t") for line in table.splitlines()[1:]]
-    (pid,) = [pid for pid, port in rows if int(port) in proxy.upstream_ports]
+    (pid,) = [pid for pid, port in rows if int(port) in proxy.held_ports]
     subprocess.run(["rabbitmqctl", "close_connection", pid, "test: lost between publish and confirm"], check=True)
 
     (result,) = await asyncio.wait_for(pending, 20)
@@ -103,7 +103,7 @@ async def test_amqps_urls_connect_over_tls(rabbit_url, proxy_class, prefix, job,
             assert result.outcome is Outcome.WON
         finally:
             await backend.close()
-        assert tls.tls_clients == 1
+        assert tls.tls_clients == 2  # the claims connection and the history connection
     finally:
         await tls.close()
 

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlsplit
 
 import aio_pika
 import aio_pika.abc
-from aiormq.exceptions import ChannelNotFoundEntity, ChannelPreconditionFailed, PublishError
+from aiormq.exceptions import (
+    ChannelNotFoundEntity,
+    ChannelPreconditionFailed,
+    PublishError,
+)
 from pamqp import commands as spec
 
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
@@ -26,6 +29,7 @@ from anarchon.urls import redact_url
 from ._channels import ChannelPool
 from ._gate import claim_gate
 from ._history import encode_record, fold, read_stream, stream_arguments
+from ._link import Link
 from ._names import check_prefix, check_slot_ttl_ms, gate_arguments, gate_queue, history_queue
 
 if TYPE_CHECKING:
@@ -42,16 +46,11 @@ OPERATION_TIMEOUT_S = 30.0
 POOL_SIZE = 32
 #: A won token is remembered this long after the run's last possible claim.
 _REMEMBER_SLACK_MS = 60_000
-
-
-@dataclass
-class _Session:
-    """One connection and what was opened on it; replaced when the connection is lost."""
-
-    connection: aio_pika.abc.AbstractConnection
-    pool: ChannelPool
-    streams: set[str] = field(default_factory=set)
-    declaring: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+#: A stream is left alone this long after it was first declared: RabbitMQ 3.10
+#: closes the connection that touches a stream whose creation is under way.
+STREAM_SETTLE_S = 0.25
+#: Tries of one history write; a lost records connection is reopened between them.
+_RECORD_ATTEMPTS = 3
 
 
 @dataclass
@@ -101,8 +100,11 @@ class RabbitMQBackend(Backend):
         self.slot_ttl_ms = check_slot_ttl_ms(slot_ttl_ms)
         self._given = connection
         self._gate_arguments = gate_arguments(self.slot_ttl_ms)
-        self._session_now: _Session | None = None
-        self._connecting = asyncio.Lock()
+        self._claims = Link(lambda: self._connect("claims"), POOL_SIZE, connection)
+        self._records = Link(lambda: self._connect("history"), POOL_SIZE, connection)
+        #: History stream -> when it may be used (monotonic), once declared.
+        self._streams: dict[str, float] = {}
+        self._declaring: dict[str, asyncio.Task[None]] = {}
         self._won: OrderedDict[str, _Won] = OrderedDict()
         self._history_sizes: dict[str, int] = {}
 
@@ -117,57 +119,20 @@ class RabbitMQBackend(Backend):
     # -- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
-        await self._session()
+        await asyncio.gather(self._claims.get(), self._records.get())
 
     async def close(self) -> None:
-        async with self._connecting:
-            session, self._session_now = self._session_now, None
-        if session is None:
-            return
-        for task in session.declaring.values():
+        for task in self._declaring.values():
             task.cancel()
-        await session.pool.close()
-        if self._given is None and not session.connection.is_closed:
-            await session.connection.close()
+        self._declaring.clear()
+        await asyncio.gather(self._claims.close(), self._records.close())
 
-    def _usable(self, session: _Session | None) -> bool:
-        if session is None:
-            return False
-        if self._given is not None:  # the caller's to reconnect (a robust connection does it alone)
-            return not session.connection.is_closed
-        # aio-pika notices a broker-side close later than aiormq under it.
-        transport = getattr(session.connection, "transport", None)
-        underlay = getattr(transport, "connection", None)
-        return not session.connection.is_closed and underlay is not None and not underlay.is_closed
-
-    async def _session(self) -> _Session:
-        session = self._session_now
-        if self._usable(session):
-            assert session is not None
-            return session
-        async with self._connecting:
-            session = self._session_now
-            if self._usable(session):
-                assert session is not None
-                return session
-            if session is not None:
-                await session.pool.close()
-                if self._given is None:
-                    with contextlib.suppress(Exception):
-                        await session.connection.close()
-            connection = self._given if self._given is not None else await self._connect()
-            if connection.is_closed:
-                raise BackendUnavailableError(
-                    "the aio-pika connection given to RabbitMQBackend is closed; it is yours to reopen "
-                    "(aio_pika.connect_robust reconnects by itself)"
-                )
-            self._session_now = _Session(connection, ChannelPool(connection, POOL_SIZE))
-            return self._session_now
-
-    async def _connect(self) -> aio_pika.abc.AbstractConnection:
+    async def _connect(self, purpose: str) -> aio_pika.abc.AbstractConnection:
         try:
             return await aio_pika.connect(
-                self.url, timeout=CONNECT_TIMEOUT_S, client_properties={"connection_name": "anarchon-rabbitmq"}
+                self.url,
+                timeout=CONNECT_TIMEOUT_S,
+                client_properties={"connection_name": f"anarchon-rabbitmq {purpose}"},
             )
         except Exception as exc:
             raise BackendUnavailableError(
@@ -196,17 +161,16 @@ class RabbitMQBackend(Backend):
             )
 
     async def prepare(self, jobs: Sequence[Job]) -> None:
-        session = await self._session()
         for job in jobs:
             self._history_sizes[job.name] = job.options.history_size
-        await asyncio.gather(*(self._ensure_stream(session, job.name) for job in jobs))
+        await asyncio.gather(*(self._ensure_stream(job.name) for job in jobs))
 
     # -- claiming --------------------------------------------------------------
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
-        session = await self._session()
+        _, pool = await self._claims.get()
         self._forget_old()
-        answers = await asyncio.gather(*(self._claim_one(session, c) for c in claims), return_exceptions=True)
+        answers = await asyncio.gather(*(self._claim_one(pool, c) for c in claims), return_exceptions=True)
         failures = [a for a in answers if isinstance(a, BaseException)]
         if failures and len(failures) == len(answers):
             raise failures[0]
@@ -219,14 +183,14 @@ class RabbitMQBackend(Backend):
                 results.append(answer)
         return results
 
-    async def _claim_one(self, session: _Session, c: Claim) -> ClaimResult:
+    async def _claim_one(self, pool: ChannelPool, c: Claim) -> ClaimResult:
         known = self._won.get(c.token)
         if known is not None:
             # A retry of a claim this instance won: its first answer, unless the run already ended.
             return ClaimResult(Outcome.LOST) if known.finished else ClaimResult(Outcome.WON, known.grant)
         self._history_sizes[c.job.name] = c.job.options.history_size
         queue = gate_queue(self.prefix, c.job.name, c.slot_ms, manual=c.manual)
-        outcome = await claim_gate(session.pool, queue, self._gate_arguments, c, OPERATION_TIMEOUT_S)
+        outcome = await claim_gate(pool, queue, self._gate_arguments, c, OPERATION_TIMEOUT_S)
         if outcome is not Outcome.WON:
             return ClaimResult(outcome)
         grant = Grant(
@@ -253,7 +217,7 @@ class RabbitMQBackend(Backend):
             started_at=ms_to_datetime(c.now_ms),
         )
         try:
-            await self._append(session, c.job.name, c.token, run)
+            await self._append(c.job.name, c.token, run)
         except Exception as exc:
             # The gate decided; history is a record of it, not a second referee.
             log.warning(
@@ -276,54 +240,68 @@ class RabbitMQBackend(Backend):
         won = self._won.get(grant.token)
         if won is not None:
             won.finished = True
-        session = await self._session()
-        await self._append(session, grant.job, grant.token, run)
+        await self._append(grant.job, grant.token, run)
         return True
 
     # -- history ---------------------------------------------------------------
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         check_job_name(job)
-        session = await self._session()
-        bodies = await read_stream(session.connection, history_queue(self.prefix, job), OPERATION_TIMEOUT_S)
+        queue = history_queue(self.prefix, job)
+        await self._settled(queue)
+        connection, _ = await self._records.get()
+        bodies = await read_stream(connection, queue, OPERATION_TIMEOUT_S)
         size = self._history_sizes.get(job)
         return fold(bodies, min(limit, size) if size else limit)
 
-    async def _append(self, session: _Session, job: str, token: str, run: Run) -> None:
+    async def _append(self, job: str, token: str, run: Run) -> None:
+        """Write one record; retried on a new connection, since a record twice folds into one run."""
         queue = history_queue(self.prefix, job)
         body = encode_record(token, run)
         props = spec.Basic.Properties(delivery_mode=2, content_type="application/json")
-        for attempt in range(2):
-            await self._ensure_stream(session, job)
-            async with session.pool.lend() as lent:
-                try:
+        for attempt in range(1, _RECORD_ATTEMPTS + 1):
+            await self._ensure_stream(job)
+            await self._settled(queue)
+            _, pool = await self._records.get()
+            try:
+                async with pool.lend() as lent:
                     await lent.raw.basic_publish(
                         body, routing_key=queue, properties=props, mandatory=True, timeout=OPERATION_TIMEOUT_S
                     )
-                    return
-                except PublishError:
-                    # The stream was deleted (to resize it): declare it again, once.
-                    session.streams.discard(queue)
-                    if attempt:
-                        raise
+                return
+            except PublishError:
+                # The stream was deleted (to resize it): declare it again.
+                self._streams.pop(queue, None)
+                if attempt == _RECORD_ATTEMPTS:
+                    raise
+            except Exception as exc:
+                if attempt == _RECORD_ATTEMPTS:
+                    raise
+                log.debug("history record for %s not written (%s); trying again", queue, self._scrub(exc))
+                await asyncio.sleep(0.1 * attempt)
 
-    async def _ensure_stream(self, session: _Session, job: str) -> None:
+    async def _settled(self, queue: str) -> None:
+        ready_at = self._streams.get(queue)
+        if ready_at is not None and ready_at > time.monotonic():
+            await asyncio.sleep(ready_at - time.monotonic())
+
+    async def _ensure_stream(self, job: str) -> None:
         queue = history_queue(self.prefix, job)
-        if queue in session.streams:
+        if queue in self._streams:
             return
-        task = session.declaring.get(queue)
+        task = self._declaring.get(queue)
         if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
             size = self._history_sizes.get(job, JobOptions.history_size)
-            task = asyncio.get_running_loop().create_task(self._declare_stream(session, queue, size))
-            session.declaring[queue] = task
+            task = asyncio.get_running_loop().create_task(self._declare_stream(queue, size))
+            self._declaring[queue] = task
         await asyncio.shield(task)
-        session.streams.add(queue)
-        session.declaring.pop(queue, None)
+        self._declaring.pop(queue, None)
 
-    async def _declare_stream(self, session: _Session, queue: str, history_size: int) -> None:
+    async def _declare_stream(self, queue: str, history_size: int) -> None:
         passive = False
         for _ in range(4):
-            async with session.pool.lend() as lent:
+            _, pool = await self._records.get()
+            async with pool.lend() as lent:
                 try:
                     if passive:
                         await lent.raw.queue_declare(queue, passive=True, timeout=OPERATION_TIMEOUT_S)
@@ -331,7 +309,6 @@ class RabbitMQBackend(Backend):
                         await lent.raw.queue_declare(
                             queue, durable=True, arguments=stream_arguments(history_size), timeout=OPERATION_TIMEOUT_S
                         )
-                    return
                 except ChannelPreconditionFailed as exc:
                     lent.discard()
                     log.info(
@@ -341,7 +318,11 @@ class RabbitMQBackend(Backend):
                         exc,
                     )
                     passive = True
+                    continue
                 except ChannelNotFoundEntity:
                     lent.discard()
                     passive = False
+                    continue
+            self._streams[queue] = time.monotonic() + STREAM_SETTLE_S
+            return
         raise BackendUnavailableError(f"history stream {queue} could not be declared; try again later")
