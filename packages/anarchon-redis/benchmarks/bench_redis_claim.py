@@ -32,16 +32,21 @@ def job(name: str, **options: object) -> Job:
     )
 
 
-async def timed(n: int, op: Callable[[int], Awaitable[object]]) -> list[float]:
+async def timed(n: int, *ops: Callable[[int], Awaitable[object]]) -> list[list[float]]:
+    """p50 of each op, interleaved call by call so that the machine's load hits them alike."""
     for i in range(200):  # warm up: connections, script cache
-        await op(i - 200)
-    out = []
+        for op in ops:
+            after = await op(i - 200)
+            if callable(after):
+                await after()
+    out: list[list[float]] = [[] for _ in ops]
     for i in range(n):
-        t = time.perf_counter()
-        after = await op(i)
-        out.append((time.perf_counter() - t) * 1000)
-        if callable(after):  # untimed follow-up, such as finishing the run
-            await after()
+        for op, times in zip(ops, out, strict=True):
+            t = time.perf_counter()
+            after = await op(i)
+            times.append((time.perf_counter() - t) * 1000)
+            if callable(after):  # untimed follow-up, such as finishing the run
+                await after()
     return out
 
 
@@ -83,6 +88,8 @@ async def main() -> None:
     client = backend._redis()
     one = job("bench", overlap="allow", history_size=100)
     workers = [job(f"bench-{w}", overlap="allow", history_size=100) for w in range(16)]
+    # claim() alone: runs are left running, so each worker spreads its claims over 50 jobs
+    spread = [[job(f"spread-{w}-{k}", overlap="allow", history_size=100) for k in range(50)] for w in range(16)]
     base = 1_800_000_000_000
     try:
         for round_ in range(3):
@@ -97,16 +104,25 @@ async def main() -> None:
             async def do_set(i: int, offset: int = offset) -> None:
                 assert await client.set(f"{prefix}raw:{offset}:{i}", "tok", nx=True, px=30_000)
 
-            claims = await timed(2000, do_claim)
-            sets = await timed(2000, do_set)
+            claims, sets = await timed(2000, do_claim, do_set)
             c50, s50 = statistics.median(claims), statistics.median(sets)
             print(
                 f"round {round_ + 1}: sequential p50 claim() {c50:.3f} ms (p99 {pct(claims, 99):.3f}), "
                 f"SET NX PX {s50:.3f} ms (p99 {pct(sets, 99):.3f}); ratio {c50 / s50:.2f}"
             )
+
+            async def claim_only(w: int, i: int, offset: int = offset) -> None:
+                slot = base + offset + (i // 50) * 1000
+                (r,) = await backend.claim([Claim(spread[w][i % 50], slot, "bench", uuid.uuid4().hex, slot)])
+                assert r.won
+
+            co = await throughput(3, claim_only)
             ct = await throughput(3, lambda w, i, o=offset: do_claim(i, o, workers[w]))
             st = await throughput(3, lambda w, i, o=offset: do_set(10**7 * (w + 1) + i, o))
-            print(f"         16 concurrent: claim()+finish() {ct:,.0f}/s, SET NX PX {st:,.0f}/s; ratio {ct / st:.2f}")
+            print(
+                f"         16 concurrent: claim() {co:,.0f}/s, SET NX PX {st:,.0f}/s (ratio {co / st:.2f}); "
+                f"claim()+finish() {ct:,.0f} slots/s"
+            )
 
         batch_jobs = [job(f"batch-{i}", overlap="allow", history_size=10) for i in range(100)]
         times = []
