@@ -8,7 +8,7 @@ parallel).
 
 Take-over looks first at a per-prefix sorted set, *the hint*: job name to
 the earliest lease expiry of its running runs. On one server the scripts keep
-it exact in the same atomic step. On a cluster it lives in another hash slot,
+it in the same atomic step (never later than the truth). On a cluster it lives in another hash slot,
 so claims ``TOUCH`` it in the same pipeline and take-over passes ``SETTLE``
 it afterwards. Correctness never rests on it: every script decides from the
 job's own keys, and take-over passes also check every job they are given
