@@ -1,0 +1,311 @@
+"""What a user gets from `pip install anarchon-<backend>`: the wheels and sdists of all seven distributions.
+
+The wheels are built once per session the way a release builds them:
+``python -m build`` makes the sdist, then the wheel from that sdist, so a
+wheel that only builds inside the repository fails here. Each backend wheel
+then goes alone into a fresh virtual environment next to the anarchon-core
+wheel; there `anarchon backends` must list it, `from anarchon import
+XBackend` must work, and every backend left out must answer with the command
+that installs it. Our own wheels are installed with ``--no-index``, so a
+same-named release on an index can never stand in for them; their third-party
+requirements come from the machine's usual index through pip's cache.
+
+Run with `.venv/bin/python -m pytest tests/release -q` (about a minute).
+"""
+
+from __future__ import annotations
+
+import email.parser
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import textwrap
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from email.message import Message
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LICENSE = (ROOT / "LICENSE").read_text()
+
+#: Distribution name -> folder under packages/.
+DISTRIBUTIONS: dict[str, str] = {
+    "anarchon-core": "anarchon-core",
+    "anarchon-conformance": "conformance",
+    "anarchon-sqlite": "anarchon-sqlite",
+    "anarchon-redis": "anarchon-redis",
+    "anarchon-postgres": "anarchon-postgres",
+    "anarchon-rabbitmq": "anarchon-rabbitmq",
+    "anarchon-nats": "anarchon-nats",
+}
+
+
+@dataclass(frozen=True)
+class BackendDist:
+    distribution: str
+    backend: str  # the name `anarchon backends` lists
+    cls: str  # what `from anarchon import ...` gives
+
+
+BACKENDS = [
+    BackendDist("anarchon-sqlite", "sqlite", "SQLiteBackend"),
+    BackendDist("anarchon-redis", "redis", "RedisBackend"),
+    BackendDist("anarchon-postgres", "postgres", "PostgresBackend"),
+    BackendDist("anarchon-rabbitmq", "rabbitmq", "RabbitMQBackend"),
+    BackendDist("anarchon-nats", "nats", "NatsBackend"),
+]
+
+
+def run(cmd: Sequence[str | Path], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    """Run a command; on failure show its whole output, not just the exit code."""
+    proc = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=240, check=False
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"command failed ({proc.returncode}): {' '.join(map(str, cmd))}\n"
+            f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}",
+            pytrace=False,
+        )
+    return proc.stdout
+
+
+def pip(python: Path, *args: str) -> str:
+    """This interpreter's pip, working on another environment (no pip inside it: faster to create)."""
+    return run([sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check", *args])
+
+
+def new_venv(where: Path) -> Path:
+    run([sys.executable, "-m", "venv", "--without-pip", where])
+    return where / "bin" / "python"
+
+
+def clean_env() -> dict[str, str]:
+    """The environment minus what would let a test see the repository's own packages."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "ANARCHON_"))}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@dataclass(frozen=True)
+class Dists:
+    folder: Path
+    version: str
+
+    def wheel(self, distribution: str) -> Path:
+        return self.folder / f"{distribution.replace('-', '_')}-{self.version}-py3-none-any.whl"
+
+    def sdist(self, distribution: str) -> Path:
+        return self.folder / f"{distribution.replace('-', '_')}-{self.version}.tar.gz"
+
+    def metadata(self, distribution: str) -> Message:
+        with zipfile.ZipFile(self.wheel(distribution)) as wheel:
+            name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+            return email.parser.Parser().parsestr(wheel.read(name).decode())
+
+    def third_party_requirements(self, distribution: str) -> list[str]:
+        return [r for r in self.metadata(distribution).get_all("Requires-Dist", []) if not r.startswith("anarchon")]
+
+
+@pytest.fixture(scope="session")
+def version() -> str:
+    return (ROOT / "VERSION").read_text().strip()
+
+
+@pytest.fixture(scope="session")
+def dists(tmp_path_factory: pytest.TempPathFactory, version: str) -> Dists:
+    work = tmp_path_factory.mktemp("build")
+    builder = new_venv(work / "builder")
+    # [build-system] requires of the packages (all seven say the same); no
+    # tomllib, which Python 3.10 lacks.
+    pyproject = (ROOT / "packages/anarchon-core/pyproject.toml").read_text()
+    requires = re.findall(r'"([^"]+)"', re.search(r"^requires = \[(.*)\]$", pyproject, re.M).group(1))
+    pip(builder, "install", "--quiet", "build", *requires)
+    out = work / "dist"
+    for folder in DISTRIBUTIONS.values():
+        # Without isolation: the builder already holds the backend, and seven
+        # isolated environments would cost half a minute for nothing.
+        run([builder, "-m", "build", "--no-isolation", "--outdir", out, ROOT / "packages" / folder], env=clean_env())
+    return Dists(out, version)
+
+
+@pytest.fixture(scope="session")
+def install(tmp_path_factory: pytest.TempPathFactory, dists: Dists) -> Callable[..., Path]:
+    """A fresh environment holding exactly the named distributions of ours, and their requirements."""
+
+    def make(*distributions: str) -> Path:
+        python = new_venv(
+            tmp_path_factory.mktemp("venv-" + "-".join(d.removeprefix("anarchon-") for d in distributions))
+        )
+        ours = [f"{d}=={dists.version}" for d in distributions]
+        pip(python, "install", "--quiet", "--no-index", "--no-deps", "--find-links", str(dists.folder), *ours)
+        theirs = sorted({r for d in distributions for r in dists.third_party_requirements(d)})
+        if theirs:
+            pip(python, "install", "--quiet", *theirs)
+        pip(python, "check")  # every Requires-Dist, ours included, is satisfied
+        return python
+
+    return make
+
+
+def readme(distribution: str) -> str:
+    return (ROOT / "packages" / DISTRIBUTIONS[distribution] / "README.md").read_text()
+
+
+# -- the files themselves -------------------------------------------------------
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_wheel_metadata_is_complete(dists: Dists, distribution: str) -> None:
+    meta = dists.metadata(distribution)
+    assert meta["Name"] == distribution
+    assert meta["Version"] == dists.version
+    assert meta["License-Expression"] == "MIT"
+    assert meta.get_all("License-File") == ["LICENSE"]
+    assert meta["Requires-Python"] == ">=3.10"
+    assert meta["Summary"]
+    assert meta["Description-Content-Type"] == "text/markdown"
+    assert meta.get_payload().strip() == readme(distribution).strip()
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL", []))
+    assert {"Source", "Issues", "Documentation", "Changelog"} <= set(urls)
+    classifiers = meta.get_all("Classifier", [])
+    assert "Typing :: Typed" in classifiers
+    assert "Programming Language :: Python :: 3 :: Only" in classifiers
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_wheel_carries_the_license_and_py_typed_and_no_build_files(dists: Dists, distribution: str) -> None:
+    with zipfile.ZipFile(dists.wheel(distribution)) as wheel:
+        names = wheel.namelist()
+        license_files = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert len(license_files) == 1
+        assert wheel.read(license_files[0]).decode() == LICENSE
+    assert any(n.endswith("/py.typed") for n in names), "PEP 561 marker missing"
+    assert not [n for n in names if n.rsplit("/", 1)[-1] == "BUILD"], "Pants BUILD files leaked into the wheel"
+    assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_sdist_builds_anywhere(dists: Dists, distribution: str) -> None:
+    """An sdist has no ../../VERSION: it must carry the version and license itself."""
+    project = f"{distribution.replace('-', '_')}-{dists.version}"
+    with tarfile.open(dists.sdist(distribution)) as sdist:
+        names = set(sdist.getnames())
+        pkg_info = sdist.extractfile(f"{project}/PKG-INFO")
+        assert pkg_info is not None
+        assert f"Version: {dists.version}\n" in pkg_info.read().decode()
+        license_file = sdist.extractfile(f"{project}/LICENSE")
+        assert license_file is not None and license_file.read().decode() == LICENSE
+    assert {f"{project}/pyproject.toml", f"{project}/README.md"} <= names
+    assert not [n for n in names if n.rsplit("/", 1)[-1] == "BUILD"]
+    assert not [n for n in names if n.endswith((".pyc", ".sqlite3"))]
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_entry_points_are_in_the_wheel(dists: Dists, distribution: str) -> None:
+    with zipfile.ZipFile(dists.wheel(distribution)) as wheel:
+        text = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt"))).decode()
+    if distribution == "anarchon-core":
+        assert "[anarchon]\nmemory = anarchon._memory_plugin" in text
+        assert "[console_scripts]\nanarchon = anarchon.cli:main" in text
+    elif distribution == "anarchon-conformance":
+        assert "[pytest11]\nanarchon_conformance = anarchon_conformance.plugin" in text
+    else:
+        backend = next(b for b in BACKENDS if b.distribution == distribution)
+        assert re.search(rf"\[anarchon\]\n{backend.backend} = anarchon_{backend.backend}\._plugin", text), text
+
+
+def test_every_license_copy_is_the_root_license() -> None:
+    """Each package folder holds a copy (an sdist cannot reach ../../LICENSE); the root one is the original."""
+    for folder in DISTRIBUTIONS.values():
+        assert (ROOT / "packages" / folder / "LICENSE").read_text() == LICENSE, f"packages/{folder}/LICENSE differs"
+
+
+def test_pants_knows_every_third_party_requirement(dists: Dists) -> None:
+    """3rdparty/python/requirements.txt feeds Pants' lockfile; a backend's new dependency must land there too."""
+    listed = {
+        re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower()
+        for line in (ROOT / "3rdparty/python/requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    for distribution in DISTRIBUTIONS:
+        for requirement in dists.third_party_requirements(distribution):
+            name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+            assert name in listed, (
+                f"{distribution} requires {requirement!r}: add it to 3rdparty/python/requirements.txt"
+            )
+
+
+# -- installed, one backend at a time ----------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.backend)
+def test_backend_wheel_alone_next_to_the_core(install: Callable[..., Path], backend: BackendDist) -> None:
+    python = install("anarchon-core", backend.distribution)
+    bin_dir = python.parent
+
+    listed = json.loads(run([bin_dir / "anarchon", "backends", "--json"], env=clean_env()))
+    assert sorted(entry["name"] for entry in listed) == sorted(["memory", backend.backend])
+
+    others = [b for b in BACKENDS if b is not backend]
+    probe = textwrap.dedent(
+        f"""
+        import json
+        import anarchon
+        from anarchon import {backend.cls}
+        missing = {{}}
+        for name in {[b.cls for b in others]!r}:
+            try:
+                getattr(anarchon, name)
+            except ImportError as exc:
+                missing[name] = [type(exc).__name__, str(exc)]
+            else:
+                missing[name] = None
+        print(json.dumps({{"module": {backend.cls}.__module__, "version": anarchon.__version__, "missing": missing}}))
+        """
+    )
+    out = json.loads(run([python, "-c", probe], env=clean_env(), cwd=python.parent))
+    assert out["module"].startswith(f"anarchon_{backend.backend}")
+    for other in others:
+        error = out["missing"][other.cls]
+        assert error is not None, f"{other.cls} imported although {other.distribution} is not installed"
+        assert error[0] == "BackendNotInstalledError"
+        assert f"pip install {other.distribution}" in error[1]
+
+
+def test_core_version_matches_the_distribution(install: Callable[..., Path], dists: Dists) -> None:
+    python = install("anarchon-core")
+    code = "import anarchon, importlib.metadata as m; print(anarchon.__version__, m.version('anarchon-core'))"
+    module_version, dist_version = run([python, "-c", code], env=clean_env(), cwd=python.parent).split()
+    assert dist_version == dists.version
+    assert module_version == dists.version, "anarchon.__version__ is not the VERSION file's"
+
+
+def test_conformance_suite_runs_from_its_wheel(install: Callable[..., Path], tmp_path: Path) -> None:
+    """A third party's view: only the wheels, no repository config (no asyncio_mode=auto, no conftest)."""
+    python = install("anarchon-core", "anarchon-conformance")
+    (tmp_path / "test_third_party_memory.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+            from anarchon.memory import MemoryBackend, MemoryStore
+            from anarchon_conformance import BackendSuite
+
+            class TestMemory(BackendSuite):
+                @pytest.fixture
+                def backend_factory(self):
+                    store = MemoryStore()
+                    return lambda: MemoryBackend(store)
+            """
+        )
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow"], cwd=tmp_path, env=clean_env())
+    assert re.search(r"\d+ passed", out), out
+    assert "anarchon conformance" in out, "the pytest11 plugin did not load from the wheel"
