@@ -78,7 +78,8 @@ class DictBackend(Backend):
             return [runs[key] for key in sorted(runs, reverse=True)[:limit]]
 """
 
-_CASES = {
+#: case -> (the backend and its suite class, tests that must fail, tests that may fail too)
+_CASES: dict[str, tuple[str, set[str], set[str]]] = {
     "two_winners": (
         '''
         class RacyBackend(DictBackend):
@@ -106,6 +107,8 @@ _CASES = {
             "test_one_winner_per_slot_among_racing_instances",
             "test_one_winner_per_slot_in_batched_claims",
         },
+        # Three schedulers waking at one slot usually race inside the window too.
+        {"test_scheduled_slots_run_once_across_instances"},
     ),
     "accepts_lease_options": (
         '''
@@ -130,6 +133,7 @@ _CASES = {
             "test_lease_only_option_is_refused[overlap]",
             "test_claim_tier_defaults",
         },
+        set(),
     ),
     "unbounded_history": (
         '''
@@ -149,6 +153,7 @@ _CASES = {
                 return lambda: HoardingBackend(store)
         ''',
         {"test_history_size_is_kept_and_bounded"},
+        set(),
     ),
     "stale_owner_renews": (
         '''
@@ -170,6 +175,7 @@ _CASES = {
             "test_a_stale_owner_is_refused",
             "test_hand_over_lets_a_backup_take_over_at_once",
         },
+        set(),
     ),
 }
 
@@ -179,7 +185,7 @@ _QUIET = ("-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=fu
 
 
 def _failed_tests(pytester: pytest.Pytester, case: str) -> tuple[set[str], int]:
-    source, _ = _CASES[case]
+    source = _CASES[case][0]
     pytester.makepyfile(**{f"test_{case}": _DICT_BACKEND + textwrap.dedent(source)})
     result = pytester.inline_run(*_QUIET)
     passed, _skipped, failed = result.listoutcomes()
@@ -189,7 +195,9 @@ def _failed_tests(pytester: pytest.Pytester, case: str) -> tuple[set[str], int]:
 @pytest.mark.parametrize("case", sorted(_CASES))
 def test_the_suite_fails_a_broken_backend_in_the_right_tests(pytester: pytest.Pytester, case: str) -> None:
     failed, passed = _failed_tests(pytester, case)
-    assert failed == _CASES[case][1]
+    must_fail, may_fail = _CASES[case][1], _CASES[case][2]
+    assert must_fail <= failed, f"the suite let these pass: {sorted(must_fail - failed)}"
+    assert failed <= must_fail | may_fail, f"unrelated tests failed: {sorted(failed - must_fail - may_fail)}"
     assert passed > 20, "the rest of the suite should still pass on this backend"
 
 

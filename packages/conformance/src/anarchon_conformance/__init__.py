@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._lease import LEASE_MS, LeaseTests
     from ._options import OptionTests
     from ._requires import requires
+    from ._scheduler import SchedulerTests
     from ._suite import BackendSuite
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Instance",
     "LeaseTests",
     "OptionTests",
+    "SchedulerTests",
     "SuiteBase",
     "eventually",
     "finished_run",
@@ -62,6 +64,7 @@ _HOME = {
     "LeaseTests": "_lease",
     "OptionTests": "_options",
     "requires": "_requires",
+    "SchedulerTests": "_scheduler",
     "BackendSuite": "_suite",
 }
 

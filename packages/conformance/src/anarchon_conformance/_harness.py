@@ -11,13 +11,16 @@ import secrets
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant
 from anarchon.job import Job
 from anarchon.run import Run, RunStatus
 
 from ._jobs import finished_run, make_job, now_ms, unique_name
+
+if TYPE_CHECKING:
+    from anarchon.scheduler import Scheduler
 
 __all__ = ["BackendFactory", "Conformance", "Instance", "eventually"]
 
@@ -126,6 +129,7 @@ class Conformance:
             )
         self.capabilities: Capabilities = caps
         self.instances_made: list[Instance] = []
+        self.schedulers_made: list[Scheduler] = []
 
     def describe(self) -> str:
         """One line for reports: name, tier and declared capabilities."""
@@ -168,6 +172,19 @@ class Conformance:
     async def instances(self, count: int) -> list[Instance]:
         """Several instances, all started at once, as a fleet's processes start after a deploy."""
         return list(await asyncio.gather(*(self.instance() for _ in range(count))))
+
+    async def scheduler(self) -> Scheduler:
+        """A started :class:`~anarchon.Scheduler` on a fresh backend object: one more instance.
+
+        The scheduler owns that backend object (it starts and closes it); the
+        suite stops the scheduler at teardown.
+        """
+        from anarchon.scheduler import Scheduler  # the claim-level parts need no scheduler
+
+        scheduler = Scheduler(self._make(), instance_id=f"sched{len(self.schedulers_made)}-{secrets.token_hex(2)}")
+        self.schedulers_made.append(scheduler)
+        await scheduler.start()
+        return scheduler
 
     def job(self, prefix: str = "cf", **options: Any) -> Job:
         """A job with a name unique to this test, checked as ``Scheduler.add()`` checks it."""
@@ -216,6 +233,11 @@ class Conformance:
 
     async def close(self) -> None:
         errors: list[BaseException] = []
+        for scheduler in reversed(self.schedulers_made):
+            try:
+                await scheduler.stop(grace_ms=1000)
+            except Exception as exc:
+                errors.append(exc)
         for instance in reversed(self.instances_made):
             try:
                 await instance.die()

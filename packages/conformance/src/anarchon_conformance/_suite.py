@@ -6,11 +6,12 @@ from ._claim import ClaimTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
 from ._options import OptionTests
+from ._scheduler import SchedulerTests
 
 __all__ = ["BackendSuite"]
 
 
-class BackendSuite(ClaimTests, HistoryTests, OptionTests, LeaseTests):
+class BackendSuite(ClaimTests, HistoryTests, OptionTests, LeaseTests, SchedulerTests):
     """Every conformance test; each gated on the capabilities it needs.
 
     Subclass it, name the subclass ``Test…`` and override ``backend_factory``.
