@@ -238,3 +238,23 @@ def test_registered_through_the_entry_point(tmp_path, monkeypatch):
     backend = plugins.backend_from_url("sqlite:///anarchon.sqlite3")
     assert isinstance(backend, SQLiteBackend)
     assert backend.path == str(tmp_path / "anarchon.sqlite3")
+
+
+async def test_eight_instances_start_on_a_new_file_at_once(tmp_path):
+    """Switching a new file to WAL answers 'locked' at once to the others; start() waits instead."""
+    for n in range(25):
+        backends = [SQLiteBackend(tmp_path / f"new{n}.sqlite3") for _ in range(8)]
+        try:
+            await asyncio.gather(*(b.start() for b in backends))
+        finally:
+            for backend in backends:
+                await backend.close()
+
+
+async def test_concurrent_starts_of_one_object_open_one_connection(db_path):
+    backend = SQLiteBackend(db_path)
+    await asyncio.gather(*(backend.start() for _ in range(5)))
+    first = backend._conn
+    await backend.start()
+    assert backend._conn is first
+    await backend.close()

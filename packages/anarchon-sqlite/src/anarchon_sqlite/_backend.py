@@ -99,6 +99,7 @@ class SQLiteBackend(Backend):
         #: The host clock that judges leases; replaced only by this package's tests.
         self._clock: Callable[[], int] = _store.wall_ms
         self._broken = False
+        self._opening = asyncio.Lock()  # one connection per object, however start() is called
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteBackend:
@@ -164,9 +165,9 @@ class SQLiteBackend(Backend):
             )
 
     async def start(self) -> None:
-        if self._conn is not None and not self._broken:
-            return
-        await self._open()
+        async with self._opening:
+            if self._conn is None or self._broken:
+                await self._open()
 
     async def _open(self) -> None:
         await self._drop()
@@ -181,7 +182,9 @@ class SQLiteBackend(Backend):
             await asyncio.to_thread(conn._thread.join, 5.0)
             raise self._unopenable(exc) from exc
         try:
-            await _on_thread(conn, lambda raw: open_store(raw, self.path, self.synchronous))
+            await _on_thread(
+                conn, lambda raw: open_store(raw, self.path, self.synchronous, self.busy_timeout_ms / 1000)
+            )
         except sqlite3.OperationalError as exc:
             await conn.close()
             if _is_busy(exc):
@@ -214,7 +217,9 @@ class SQLiteBackend(Backend):
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """One transaction (or read) on this instance's connection, reopened after a failure."""
         if self._broken:
-            await self._open()
+            async with self._opening:
+                if self._broken:
+                    await self._open()
         conn = self._conn
         if conn is None:
             raise RuntimeError(f"{self!r} is not started: await backend.start() first (the Scheduler does)")

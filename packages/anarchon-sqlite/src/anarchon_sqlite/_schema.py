@@ -11,6 +11,7 @@ guessed at.
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from ._errors import DatabaseFileError
 
@@ -78,8 +79,24 @@ def _refuse_newer(path: str, version: int) -> DatabaseFileError:
     )
 
 
-def _use_wal(conn: sqlite3.Connection, path: str) -> None:
-    mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+def _use_wal(conn: sqlite3.Connection, path: str, timeout_s: float) -> None:
+    """Switch the file to WAL once; later opens find it so and take no lock.
+
+    Switching needs a moment alone with the file, and SQLite answers "locked"
+    at once, without the busy handler, when another process opens it then:
+    so retry until the busy timeout, as every other statement waits.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+            if mode != "wal":
+                mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.002)
     if mode != "wal":
         raise DatabaseFileError(
             f"SQLite database {path} could not be switched to WAL mode (it stayed in {mode!r} mode), which "
@@ -89,14 +106,14 @@ def _use_wal(conn: sqlite3.Connection, path: str) -> None:
         )
 
 
-def open_store(conn: sqlite3.Connection, path: str, synchronous: str) -> None:
+def open_store(conn: sqlite3.Connection, path: str, synchronous: str, timeout_s: float) -> None:
     """Configure a fresh connection and make sure the layout is there and current.
 
     Safe when many processes open a new file at once: the layout is created
     inside ``BEGIN IMMEDIATE`` after re-reading the version under the lock.
     """
     try:
-        _use_wal(conn, path)
+        _use_wal(conn, path, timeout_s)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError):
             raise
