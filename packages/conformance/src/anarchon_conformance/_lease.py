@@ -66,12 +66,12 @@ class LeaseTests(SuiteBase):
     @pytest.mark.asyncio
     @requires("lease")
     async def test_renewal_keeps_the_lease(self, conformance: Conformance) -> None:
-        lease = 600
+        lease = 500
         job = conformance.job("renew", lease_ms=lease)
         a, b = await conformance.instances(2)
         (slot,) = conformance.slots(1)
         grant = await _won(a, job, slot)
-        until = time.monotonic() + 4 * lease / 1000
+        until = time.monotonic() + 3 * lease / 1000
         while time.monotonic() < until:
             await asyncio.sleep(lease / 4 / 1000)
             assert await a.renew(grant), "the owner's renew() returned False"
