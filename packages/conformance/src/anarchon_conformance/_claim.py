@@ -70,7 +70,11 @@ class ClaimTests(SuiteBase):
         )
         assert not unclaimed, f"{len(unclaimed)} of {len(slots)} slots had no winner, e.g. slot {unclaimed[0]}"
 
-        history = {run.slot_ms: run for run in await conformance.history(job)}
+        records = await conformance.history(job)
+        per_slot = Counter(run.slot_ms for run in records)
+        repeated = {slot: n for slot, n in per_slot.items() if n > 1}
+        assert not repeated, f"slots with several history records (one per slot is the rule): {repeated}"
+        history = {run.slot_ms: run for run in records}
         for slot, (claim,) in winners.items():
             assert slot in history, f"slot {slot} was won but has no history record"
             assert history[slot].instance == claim.instance, (
