@@ -234,3 +234,33 @@ def test_the_summary_names_the_backend_and_its_tier(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(
         ["*anarchon conformance*", "test_named.py::TestNamed: backend 'memory' (*MemoryBackend), lease tier: lease*"]
     )
+
+
+def test_a_silently_replaced_standard_test_fails(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_quiet="""
+        import pytest
+        from anarchon.memory import MemoryBackend, MemoryStore
+        from anarchon_conformance import ClaimTests
+
+        class TestQuiet(ClaimTests):
+            @pytest.fixture
+            def backend_factory(self):
+                store = MemoryStore()
+                return lambda: MemoryBackend(store)
+
+            @pytest.mark.asyncio
+            async def test_a_new_claim_of_a_won_slot_loses(self, conformance):
+                pass
+
+            @pytest.mark.asyncio
+            @pytest.mark.xfail(reason="this backend's clock is a counter, not epoch time", strict=True)
+            async def test_now_ms_is_epoch_milliseconds(self, conformance):
+                assert False
+        """
+    )
+    result = pytester.runpytest(*_QUIET, "-k", "new_claim or now_ms")
+    result.assert_outcomes(errors=1, xfailed=1)
+    result.stdout.fnmatch_lines(
+        ["*TestQuiet.test_a_new_claim_of_a_won_slot_loses replaces a standard conformance test*"]
+    )
