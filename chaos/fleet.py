@@ -1,0 +1,110 @@
+"""The conformance fleet, with seats: each seat has its own broker link and clock.
+
+A *seat* is a place for one instance process: its backend talks through the
+seat's proxy and its clock carries the seat's skew. A killed instance is
+replaced on the same seat, so faults aimed at a seat's link keep meaning one
+instance, and the ledger names each process ``i<n>-s<seat>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from anarchon_conformance.fleet import Fleet, _Member
+
+__all__ = ["ChaosFleet", "LedgerTail"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ChaosFleet(Fleet):
+    """A :class:`Fleet` whose instances run ``chaos.instance`` with per-seat backend kwargs and skews."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        backend_class: str,
+        seat_kwargs: Sequence[dict[str, Any]],
+        seat_skews_ms: Sequence[int],
+        **kwargs: Any,
+    ) -> None:
+        env = dict(kwargs.pop("env", None) or {})
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        super().__init__(
+            workdir,
+            backend_class=backend_class,
+            backend_kwargs=dict(seat_kwargs[0]),
+            instances=len(seat_kwargs),
+            env=env,
+            **kwargs,
+        )
+        base = self._argv_base
+        assert base[1:4] == ["-m", "anarchon_conformance.fleet", "instance"], base[:4]
+        base[2:4] = ["chaos.instance"]
+        at = base.index("--backend-kwargs")
+        del base[at : at + 2]
+        self.seat_kwargs = [dict(k) for k in seat_kwargs]
+        self.seat_skews = list(seat_skews_ms)
+        self.seat_of: dict[str, int] = {}
+        self.occupant: dict[int, _Member] = {}
+        self._next_seat: int | None = None
+
+    def _spawn(self) -> _Member:
+        seat = self._next_seat if self._next_seat is not None else len(self.occupant)
+        index = self._spawned
+        self._spawned += 1
+        instance = f"i{index + 1}-s{seat}"
+        argv = [
+            *self._argv_base,
+            "--backend-kwargs",
+            json.dumps(self.seat_kwargs[seat]),
+            "--id",
+            instance,
+            "--skew-ms",
+            str(self.seat_skews[seat]),
+        ]
+        with open(self.workdir / f"{instance}.log", "w") as log:
+            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=self.env)
+        member = _Member(index, instance, process)
+        self.members.append(member)
+        self.occupant[seat] = member
+        self.seat_of[instance] = seat
+        return member
+
+    def spawn_on(self, seat: int) -> _Member:
+        """Start a new instance on ``seat`` without waiting for it (the ledger's ``ready`` line says when)."""
+        self._next_seat = seat
+        try:
+            return self._spawn()
+        finally:
+            self._next_seat = None
+
+
+class LedgerTail:
+    """Reads the ledger incrementally, so the harness can watch it every few ms."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+        self.records: list[dict[str, Any]] = []
+
+    def poll(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        self._offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        new = [json.loads(line) for line in lines if line.strip()]
+        self.records.extend(new)
+        return new
