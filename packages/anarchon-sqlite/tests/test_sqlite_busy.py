@@ -42,8 +42,10 @@ async def test_a_lock_longer_than_the_busy_timeout_raises_and_writes_nothing(db_
     retried = make_claim(job, SLOT + 1000, "a", token="tok-a")
     raw = hold_write_lock(db_path)
     try:
-        with pytest.raises(sqlite3.OperationalError, match="locked"):
+        with pytest.raises(sqlite3.OperationalError, match="locked") as caught:
             await a.claim([retried])
+        assert f"SQLite database {db_path} is locked" in str(caught.value)
+        assert "busy_timeout_ms=150" in str(caught.value)
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             await a.renew([won.grant])
         with pytest.raises(sqlite3.OperationalError, match="locked"):
@@ -132,3 +134,16 @@ async def test_a_writer_killed_inside_its_transaction_leaves_no_lock(db_path, in
     (result,) = await a.claim([make_claim(job, SLOT)])
     assert result.won
     assert await a.marks([job]) == {"after-kill": SLOT}
+
+
+async def test_a_broken_connection_is_reopened_by_the_next_call(instances, make_job, make_claim):
+    (a,) = await instances(1)
+    job = make_job("reopen")
+    conn = a._conn
+    assert conn is not None
+    await conn._execute(conn._conn.close)  # the connection dies under the backend
+    with pytest.raises(sqlite3.ProgrammingError):
+        await a.claim([make_claim(job, SLOT)])
+    (result,) = await a.claim([make_claim(job, SLOT)])
+    assert result.won
+    assert a._conn is not conn

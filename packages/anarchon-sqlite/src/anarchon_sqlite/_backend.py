@@ -226,8 +226,14 @@ class SQLiteBackend(Backend):
         try:
             result = await _on_thread(conn, fn)
         except sqlite3.Error as exc:
-            if not _is_busy(exc):
-                self._broken = True  # reopen on the next call: the contract asks backends to recover
+            if _is_busy(exc):
+                raise sqlite3.OperationalError(
+                    f"SQLite database {self.path} is locked: another process held its write lock longer than "
+                    f"busy_timeout_ms={self.busy_timeout_ms}; this call's answer is unknown and the scheduler "
+                    "will retry it. If it keeps happening, raise busy_timeout_ms or look for a process that "
+                    "keeps the file locked"
+                ) from exc
+            self._broken = True  # reopen on the next call: the contract asks backends to recover
             raise
         return result
 
