@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What CI runs for Pants: bootstrap it (./pants), then one Pants invocation
-# without the daemon that checks every BUILD file is in place (tailor --check),
+# without the daemon, over what Pants owns (packages/, tools/pants), that
+# checks every BUILD file is in place (tailor --check),
 # lints with ruff, runs the tests against the built wheels, and builds the
 # wheels and sdists of all seven distributions into dist/. Prints the time of
 # each part and the total.
@@ -33,6 +34,6 @@ fi
 timed "bootstrap (Pants venv, tools/pex)" ./pants --no-pantsd --version
 rc=0
 timed "tailor --check, lint, test, package" \
-  ./pants --no-pantsd "${pytest_args[@]}" tailor --check lint test package :: || rc=$?
+  ./pants --no-pantsd "${pytest_args[@]}" tailor --check lint test package packages:: tools/pants:: || rc=$?
 echo "::: pants-ci: total $((SECONDS - start)) s"
 exit $rc
