@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import aio_pika
 import pytest
+from aiormq.exceptions import ChannelNotFoundEntity
 
 from anarchon.backend import Claim
 from anarchon.job import Job
@@ -82,8 +83,10 @@ async def prefix(rabbit_url: str) -> AsyncIterator[str]:
         try:
             channel = await connection.channel()
             for queue in leftovers:
-                with contextlib.suppress(Exception):
+                try:
                     await channel.queue_delete(queue)
+                except ChannelNotFoundEntity:  # a gate that expired meanwhile; the channel is closed
+                    channel = await connection.channel()
         finally:
             await connection.close()
 

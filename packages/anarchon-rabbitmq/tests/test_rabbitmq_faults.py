@@ -96,7 +96,7 @@ async def test_amqps_urls_connect_over_tls(rabbit_url, proxy_class, prefix, job,
     port = await tls.start()
     try:
         url = tls.url(port, scheme="amqps", host="localhost", query=f"cafile={cert}")
-        backend = RabbitMQBackend.from_url(url)
+        backend = RabbitMQBackend(url=url, prefix=prefix)
         await backend.start()
         try:
             (result,) = await backend.claim([claim(job("sync"), slot)])
