@@ -1,0 +1,151 @@
+"""``python -m benchmarks``: every measurement for every reachable backend, then the report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import backends
+from ._claims import contended, overhead
+from ._fleet import end_to_end
+from ._machine import machine
+from ._report import BackendResult, chart, markdown
+from ._scale import scale
+from ._target import Target, new_namespace
+
+HERE = Path(__file__).parent
+PHASES = ("claims", "contended", "e2e", "scale")
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="fewer calls and shorter windows: a smoke run of ~4 minutes")
+    p.add_argument(
+        "--backends",
+        default=",".join(backends.NAMES),
+        help=f"comma-separated subset of {','.join(backends.NAMES)} (default: all whose server answers)",
+    )
+    p.add_argument("--only", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
+    p.add_argument("--out", type=Path, default=HERE / "results", help="folder for the markdown report and the chart")
+    p.add_argument(
+        "--e2e-seconds", type=float, default=None, help="length of the end-to-end run (default 30, quick 10)"
+    )
+    args = p.parse_args(argv)
+    args.backend_list = [b.strip() for b in args.backends.split(",") if b.strip()]
+    args.phase_list = [x.strip() for x in args.only.split(",") if x.strip()]
+    for b in args.backend_list:
+        if b not in backends.NAMES:
+            p.error(f"unknown backend {b!r}; choose from {', '.join(backends.NAMES)}")
+    for x in args.phase_list:
+        if x not in PHASES:
+            p.error(f"unknown phase {x!r}; choose from {', '.join(PHASES)}")
+    return args
+
+
+def _ensure_requirements() -> None:
+    if importlib.util.find_spec("matplotlib") is None:
+        print("installing benchmarks/requirements.txt (matplotlib) for the chart …", flush=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "-r", str(HERE / "requirements.txt")], check=True
+        )
+
+
+@contextlib.contextmanager
+def _phase(result: BackendResult, what: str) -> Iterator[None]:
+    began = time.monotonic()
+    print(f"  {what} …", end="", flush=True)
+    try:
+        yield
+    except Exception as exc:
+        result.errors[what] = f"{type(exc).__name__}: {exc}"[:500]
+        print(f" FAILED ({result.errors[what]})", flush=True)
+    else:
+        print(f" done in {time.monotonic() - began:.0f} s", flush=True)
+
+
+def _measure(target: Target, args: argparse.Namespace) -> BackendResult:
+    result = BackendResult(target.name)
+    quick = args.quick
+    try:
+        asyncio.run(target.setup())
+    except Exception as exc:
+        result.skipped = f"setup failed: {type(exc).__name__}: {exc}"
+        return result
+    try:
+        why = asyncio.run(target.unreachable())
+        if why is not None:
+            result.skipped = f"server unreachable: {why}"
+            return result
+        result.versions = asyncio.run(target.versions())
+        result.notes = list(target.notes)
+        used: list[str] = []
+        if "claims" in args.phase_list:
+            with _phase(result, "claim overhead"):
+                ns = new_namespace()
+                used.append(ns)
+                calls = max(100, target.sequential_calls // 5) if quick else target.sequential_calls
+                result.claims = asyncio.run(overhead(target, ns, calls, 1.0 if quick else 3.0))
+                print(
+                    f" (p50 ratio {result.claims.ratio_p50:.2f}x, 16-way {result.claims.ratio_throughput:.2f}x)", end=""
+                )
+        if "contended" in args.phase_list:
+            with _phase(result, "contended claim"):
+                ns = new_namespace()
+                used.append(ns)
+                result.contended = asyncio.run(contended(target, ns, 100 if quick else 500))
+        if "e2e" in args.phase_list:
+            with _phase(result, "end to end"):
+                ns = new_namespace()
+                used.append(ns)
+                seconds = args.e2e_seconds or (10.0 if quick else 30.0)
+                result.e2e = end_to_end(target, ns, seconds)
+                e = result.e2e
+                print(f" (dup {e.duplicates}, missed {e.missed}, delay p99 {e.delay.p99:.0f} ms)", end="")
+        if "scale" in args.phase_list:
+            with _phase(result, "scale"):
+                empty, full = new_namespace(), new_namespace()
+                used += [empty, full]
+                result.scale = scale(target, empty, full, 5.0 if quick else 20.0)
+        for ns in used:
+            try:
+                asyncio.run(target.cleanup(ns))
+            except Exception as exc:
+                result.errors[f"cleanup {ns}"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        asyncio.run(target.teardown())
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse(argv)
+    _ensure_requirements()
+    info = machine()
+    load = info["load average at start (1/5/15 min)"]
+    print(f"anarchon benchmarks on {info['cores (nproc)']} cores ({info['CPU']}), load {load}")
+    results: list[BackendResult] = []
+    for name in args.backend_list:
+        print(f"{name}:", flush=True)
+        target = backends.load(name)
+        result = _measure(target, args)
+        if result.skipped:
+            print(f"  skipped: {result.skipped}")
+        results.append(result)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = datetime.now(timezone.utc).strftime("%Y-%m-%d") + ("-quick" if args.quick else "")
+    chart_path = args.out / f"{stem}-start-delay.png"
+    drawn = chart(results, chart_path)
+    shown = " ".join(argv if argv is not None else sys.argv[1:])
+    page = markdown(info, results, shown, chart_path.name if drawn else None)
+    report = args.out / f"{stem}.md"
+    report.write_text(page)
+    print()
+    print(page)
+    print(f"report: {report}" + (f", chart: {chart_path}" if drawn else ""))

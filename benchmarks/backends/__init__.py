@@ -1,0 +1,23 @@
+"""One module per backend: its raw primitive, how to build instances, how to clean up.
+
+Modules are imported only when their backend is asked for, so a missing
+client library costs only that backend's figures.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .._target import Target
+
+__all__ = ["NAMES", "load"]
+
+#: Every backend, in the order the report lists them.
+NAMES = ("memory", "sqlite", "redis", "postgres", "rabbitmq", "nats")
+
+
+def load(name: str) -> Target:
+    if name not in NAMES:
+        raise ValueError(f"unknown backend {name!r}; choose from {', '.join(NAMES)}")
+    target: Target = importlib.import_module(f"{__name__}.{name}").TARGET
+    return target

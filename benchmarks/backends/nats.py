@@ -1,0 +1,81 @@
+"""NATS JetStream: the primitive is a publish with ``Nats-Msg-Id``, reading ``PubAck.duplicate``.
+
+It publishes into the backend's own stream (under the same prefix), so both
+see one stream configuration: file storage, the same duplicate window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import nats
+from nats.errors import Error as NatsError
+
+from .._target import BackendSpec, RawClient, Target
+
+URL = os.environ.get("ANARCHON_NATS_URL", "nats://127.0.0.1:4222")
+
+
+def _stream(ns: str) -> str:
+    return f"BENCH_{ns}"
+
+
+class _Raw(RawClient):
+    description = "JetStream publish with `Nats-Msg-Id`, `PubAck.duplicate` (nats-py)"
+
+    def __init__(self, target: NatsTarget, ns: str) -> None:
+        self.target, self.ns = target, ns
+
+    async def open(self) -> None:
+        backend = self.target.spec(self.ns).build()
+        await backend.start()  # creates the stream as the backend configures it
+        await backend.close()
+        self.nc = await nats.connect(URL)
+        self.js = self.nc.jetstream()
+        self.subject = f"{self.ns}.raw.claims"
+
+    async def once(self, key: str) -> bool:
+        ack = await self.js.publish(self.subject, b"{}", stream=_stream(self.ns), headers={"Nats-Msg-Id": key})
+        return not ack.duplicate
+
+    async def close(self) -> None:
+        await self.nc.close()
+
+
+class NatsTarget(Target):
+    name = "nats"
+
+    async def unreachable(self) -> str | None:
+        try:
+            nc = await asyncio.wait_for(nats.connect(URL, connect_timeout=3, max_reconnect_attempts=0), 5)
+        except (OSError, asyncio.TimeoutError, NatsError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        await nc.close()
+        return None
+
+    def spec(self, ns: str) -> BackendSpec:
+        return BackendSpec("anarchon_nats:NatsBackend", {"servers": URL, "stream": _stream(ns), "prefix": f"{ns}."})
+
+    def raw(self, ns: str) -> RawClient:
+        return _Raw(self, ns)
+
+    async def cleanup(self, ns: str) -> None:
+        nc = await nats.connect(URL)
+        try:
+            await nc.jetstream().delete_stream(_stream(ns))
+        except NatsError:
+            pass
+        finally:
+            await nc.close()
+
+    async def versions(self) -> dict[str, str]:
+        nc = await nats.connect(URL)
+        try:
+            server = nc.connected_server_version
+        finally:
+            await nc.close()
+        return {"nats-py": nats.aio.client.__version__, "NATS": f"{server.major}.{server.minor}.{server.patch}"}
+
+
+TARGET = NatsTarget()
