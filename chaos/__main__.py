@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import random
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -39,6 +42,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=None, help="per backend (default 60, 20 with --short)")
     p.add_argument("--seed", type=int, default=None, help="the fault plan's seed (default: random, printed)")
     p.add_argument("--short", action="store_true", help="fewer jobs and faults, ~20 s per backend (CI)")
+    p.add_argument(
+        "--rules-only",
+        action="store_true",
+        help="judge by SPEC §1 alone: an abandoned slot whose next slot did not run either is a warning, not a failure",
+    )
     p.add_argument("--workdir", type=Path, help="keep ledgers and logs here (default: a temp dir)")
     p.add_argument("--json", type=Path, help="also write the verdicts as JSON here")
     p.add_argument("--no-results", action="store_true", help="do not write chaos/results/<date>.md")
@@ -67,11 +75,15 @@ def main(argv: list[str] | None = None) -> int:
         seed=seed,
         short=args.short,
         workdir=args.workdir,
+        rules_only=args.rules_only,
     )
     print(
-        f"anarchon chaos: {', '.join(names)}; {cfg.instances} instances x {cfg.jobs} every-second jobs "
+        f"anarchon chaos: {', '.join(names) or 'no backend'}; {cfg.instances} instances x {cfg.jobs} every-second jobs "
         f"+ a slow job ({cfg.slow_cron}, {cfg.slow_seconds:.0f} s), {cfg.seconds:.0f} s each, seed {seed}"
     )
+    keep = args.workdir is not None
+    cfg.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="anarchon-chaos-"))
+    say = functools.partial(print, flush=True)
     verdicts: list[Verdict] = []
     began = time.monotonic()
     errors = False
@@ -82,14 +94,14 @@ def main(argv: list[str] | None = None) -> int:
             errors = True
             continue
         try:
-            verdict = run_scenario(name, cfg)
+            verdict = run_scenario(name, cfg, say)
         except Exception as exc:
             traceback.print_exc()
             verdict = Verdict(name, "?", error=f"{type(exc).__name__}: {exc}")
             errors = True
-        print(f"[{name}] {'PASS' if verdict.passed else 'FAIL'}: {judge_module.summary_line(verdict)}")
+        say(f"[{name}] {'PASS' if verdict.passed else 'FAIL'}: {judge_module.summary_line(verdict)}")
         for line in verdict.broken[:10] + verdict.duplicates[:10]:
-            print(f"[{name}]   {line}")
+            say(f"[{name}]   {line}")
         verdicts.append(verdict)
     total = time.monotonic() - began
     print()
@@ -107,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"results: {path}")
     if args.json:
         args.json.write_text(json.dumps({"seed": seed, "verdicts": [v.as_dict() for v in verdicts]}, indent=2))
+    passed = all(v.passed for v in verdicts) and not errors
+    if passed and not keep:
+        shutil.rmtree(cfg.workdir, ignore_errors=True)
+    else:
+        print(f"ledgers and logs kept in {cfg.workdir}")
     if errors:
         return 2
     return 0 if all(v.passed for v in verdicts) else 1

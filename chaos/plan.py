@@ -52,6 +52,8 @@ def make_plan(
     else:
         kinds += ["kill9", "kill9", "kill9-slow", "kill9-slow", "term-slow"]
         kinds += ["drop", "drop", "hold", "hold", "hold-slow", "slow"] if networked else ["lockstall"] * 3
+        if networked:
+            kinds.append("holdall")
         kinds = kinds * int(scale)
     rng.shuffle(kinds)
     if restartable:
@@ -76,6 +78,10 @@ def make_plan(
             plan.append(Fault(at, "hold", seat, length, targeted=kind.endswith("slow"), detail={"then": then}))
         elif kind == "slow":
             plan.append(Fault(at, "slow", seat, rng.uniform(3.0, 5.0), detail={"delay_ms": rng.choice([150, 300])}))
+        elif kind == "holdall":
+            # Every seat's answers held from just before a slow-job slot to after its lease expired:
+            # the claim's winner hears of its grant only after the run was taken over.
+            plan.append(Fault(at, "holdall", None, lease_ms / 1000 + 1.5, detail={"then": "release"}))
         elif kind == "restart":
             plan.append(Fault(at, "restart", None, rng.uniform(1.5, 3.0)))
         elif kind == "lockstall":
