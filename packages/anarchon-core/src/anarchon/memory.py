@@ -9,6 +9,7 @@ how the tests race instances without a server.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 import uuid
@@ -38,11 +39,35 @@ class _Record:
 
 @dataclass
 class _Book:
-    """Everything the store knows of one job."""
+    """Everything the store knows of one job.
+
+    ``order`` holds the keys of ``runs`` sorted oldest first and ``running``
+    the keys of runs whose status is running, so a claim touches the live
+    runs and the few records it trims, never the whole history (as the server
+    backends index running runs by lease expiry).
+    """
 
     mark: int | None = None
     fencing: int = 0
     runs: dict[tuple[int, bool], _Record] = field(default_factory=dict)
+    order: list[tuple[int, bool]] = field(default_factory=list)
+    running: set[tuple[int, bool]] = field(default_factory=set)
+
+    def put(self, key: tuple[int, bool], rec: _Record) -> None:
+        if key not in self.runs:
+            if not self.order or self.order[-1] < key:
+                self.order.append(key)
+            else:
+                bisect.insort(self.order, key)
+        self.runs[key] = rec
+        self.settle(key, rec)
+
+    def settle(self, key: tuple[int, bool], rec: _Record) -> None:
+        """Keep ``running`` in step after a record's status changed."""
+        if rec.run.status is RunStatus.RUNNING:
+            self.running.add(key)
+        else:
+            self.running.discard(key)
 
 
 def _wall_ms() -> int:
@@ -62,7 +87,10 @@ class MemoryStore:
         self._books: dict[str, _Book] = {}
 
     def _book(self, job: str) -> _Book:
-        return self._books.setdefault(job, _Book())
+        book = self._books.get(job)
+        if book is None:
+            book = self._books[job] = _Book()
+        return book
 
     # Each public method below is one atomic step, as a server backend's script is.
 
@@ -84,14 +112,11 @@ class MemoryStore:
             if not c.manual:
                 if book.mark is not None and c.slot_ms <= book.mark:
                     return ClaimResult(Outcome.LOST)
-                for (slot, manual), rec in book.runs.items():
-                    if (
-                        not manual
-                        and slot < c.slot_ms
-                        and rec.run.status is RunStatus.RUNNING
-                        and rec.expires_ms <= now
-                    ):
+                for slot, manual in list(book.running):
+                    rec = book.runs[slot, manual]
+                    if not manual and slot < c.slot_ms and rec.expires_ms <= now:
                         rec.run = rec.run.replace(status=RunStatus.ABANDONED)
+                        book.settle((slot, manual), rec)
                 book.mark = c.slot_ms
             base = Run(
                 job=c.job.name,
@@ -103,16 +128,14 @@ class MemoryStore:
                 missed=c.missed,
                 started_at=ms_to_datetime(c.now_ms),
             )
-            if opts.overlap == "skip" and any(
-                r.run.status is RunStatus.RUNNING and r.expires_ms > now for r in book.runs.values()
-            ):
+            if opts.overlap == "skip" and any(book.runs[k].expires_ms > now for k in book.running):
                 skipped = base.replace(status=RunStatus.SKIPPED, finished_at=base.started_at, duration_ms=0)
-                book.runs[key] = _Record(skipped, c.token, opts.lease_ms, now)
+                book.put(key, _Record(skipped, c.token, opts.lease_ms, now))
                 self._trim(book, c.job, now)
                 return ClaimResult(Outcome.SKIPPED, record=skipped)
             book.fencing += 1
             rec = _Record(base.replace(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
-            book.runs[key] = rec
+            book.put(key, rec)
             self._trim(book, c.job, now)
             return ClaimResult(Outcome.WON, self._grant(rec))
 
@@ -154,6 +177,7 @@ class MemoryStore:
                 return False
             rec.run = run
             rec.expires_ms = self.clock()
+            self._book(grant.job).settle((grant.slot_ms, grant.manual), rec)
             return True
 
     def hand_over(self, grant: Grant) -> bool:
@@ -170,12 +194,14 @@ class MemoryStore:
         with self._lock:
             now = self.clock()
             book = self._book(job.name)
-            for (slot, manual), rec in book.runs.items():
-                if rec.run.status is not RunStatus.RUNNING or rec.expires_ms > now:
+            for slot, manual in sorted(book.running):
+                rec = book.runs[slot, manual]
+                if rec.expires_ms > now:
                     continue
                 newest = manual or slot == book.mark
                 if not newest or (rec.run.attempt >= job.options.max_attempts and not rec.handed_over):
                     rec.run = rec.run.replace(status=RunStatus.ABANDONED)
+                    book.settle((slot, manual), rec)
                     continue
                 book.fencing += 1
                 rec.token = uuid.uuid4().hex
@@ -198,21 +224,30 @@ class MemoryStore:
     def history(self, job: str, limit: int) -> list[Run]:
         with self._lock:
             book = self._books.get(job)
-            runs = [r.run for r in book.runs.values()] if book else []
-        runs.sort(key=lambda r: (r.slot_ms, r.manual), reverse=True)
-        return runs[:limit]
+            if book is None or limit <= 0:
+                return []
+            return [book.runs[key].run for key in book.order[: -limit - 1 : -1]]
 
     def _trim(self, book: _Book, job: Job, now: int) -> None:
+        """Keep the newest ``history_size`` records and every running one; drop finished ones past the TTL."""
         size, ttl = job.options.history_size, job.options.history_ttl_ms
-        keys = sorted(book.runs, reverse=True)
-        for key in keys[size:]:
-            if book.runs[key].run.status is not RunStatus.RUNNING:
-                del book.runs[key]
-        if ttl is not None:
-            for key in keys[:size]:
-                rec = book.runs.get(key)
-                if rec and rec.run.status is not RunStatus.RUNNING and key[0] < now - ttl:
+        excess = len(book.order) - size
+        if excess > 0:
+            kept = [key for key in book.order[:excess] if key in book.running]
+            for key in book.order[:excess]:
+                if key not in book.running:
                     del book.runs[key]
+            book.order[:excess] = kept
+        if ttl is not None:
+            cut = 0
+            while cut < len(book.order) and book.order[cut][0] < now - ttl:
+                cut += 1
+            if cut:
+                kept = [key for key in book.order[:cut] if key in book.running]
+                for key in book.order[:cut]:
+                    if key not in book.running:
+                        del book.runs[key]
+                book.order[:cut] = kept
 
 
 class MemoryBackend(Backend):
