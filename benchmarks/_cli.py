@@ -22,7 +22,7 @@ from ._scale import scale
 from ._target import Target, new_namespace
 
 HERE = Path(__file__).parent
-PHASES = ("claims", "contended", "e2e", "scale")
+PHASES = ("claims", "contended", "scale", "e2e")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -101,19 +101,20 @@ def _measure(target: Target, args: argparse.Namespace) -> BackendResult:
                 ns = new_namespace()
                 used.append(ns)
                 result.contended = asyncio.run(contended(target, ns, 100 if quick else 500))
-        if "e2e" in args.phase_list:
-            with _phase(result, "end to end"):
-                ns = new_namespace()
-                used.append(ns)
-                seconds = args.e2e_seconds or (10.0 if quick else 30.0)
-                result.e2e = end_to_end(target, ns, seconds)
-                e = result.e2e
-                print(f" (dup {e.duplicates}, missed {e.missed}, delay p99 {e.delay.p99:.0f} ms)", end="")
         if "scale" in args.phase_list:
             with _phase(result, "scale"):
                 empty, full = new_namespace(), new_namespace()
                 used += [empty, full]
                 result.scale = scale(target, empty, full, 5.0 if quick else 20.0)
+        if "e2e" in args.phase_list:
+            for jobs in target.fleet_jobs:
+                with _phase(result, f"end to end, {jobs} jobs"):
+                    ns = new_namespace()
+                    used.append(ns)
+                    seconds = args.e2e_seconds or (10.0 if quick else 30.0)
+                    e = end_to_end(target, ns, seconds, jobs)
+                    result.e2e.append(e)
+                    print(f" (dup {e.duplicates}, missed {e.missed}, delay p99 {e.delay.p99:.0f} ms)", end="")
         for ns in used:
             try:
                 asyncio.run(target.cleanup(ns))

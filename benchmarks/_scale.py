@@ -98,7 +98,8 @@ def _run_child(spec: BackendSpec, jobs: int, settle_s: float, idle_s: float) -> 
     argv += ["--jobs", str(jobs), "--settle", str(settle_s), "--idle", str(idle_s)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent.parent)
     if done.returncode != 0:
-        raise RuntimeError(f"scale child failed ({done.returncode}): {done.stderr[-2000:]}")
+        last = [line for line in done.stderr.splitlines() if line.strip()][-3:]
+        raise RuntimeError(f"the measuring process exited with {done.returncode}: {' / '.join(last)}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

@@ -61,6 +61,8 @@ class Target(abc.ABC):
     sequential_calls: int = 2000
     #: Processes in the end-to-end run (1 where the store lives in one process).
     fleet_instances: int = 3
+    #: Every-second jobs of each end-to-end run: 1,000, plus a lighter load where 1,000 is past what the server does.
+    fleet_jobs: tuple[int, ...] = (1000,)
     #: Job options for the end-to-end run besides ``jitter_ms=0``.
     fleet_options: dict[str, Any] = {}
     #: Anything the report should say about how this backend was run.
