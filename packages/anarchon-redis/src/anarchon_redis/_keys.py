@@ -9,6 +9,7 @@ in it would move the hash tag and glob characters would break cleanup scans.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -42,13 +43,19 @@ class JobKeys:
     live: str
 
 
+@functools.lru_cache(maxsize=65_536)
+def _job_keys(prefix: str, name: str) -> JobKeys:
+    tag = f"{prefix}{{{name}}}:"
+    return JobKeys(state=tag + "state", runs=tag + "runs", order=tag + "order", live=tag + "live")
+
+
 @dataclass(frozen=True)
 class Keyspace:
     prefix: str
 
     def job(self, name: str) -> JobKeys:
-        tag = f"{self.prefix}{{{name}}}:"
-        return JobKeys(state=tag + "state", runs=tag + "runs", order=tag + "order", live=tag + "live")
+        """The job's keys, built once per job: every claim, renewal and finish asks for them."""
+        return _job_keys(self.prefix, name)
 
     @property
     def hint(self) -> str:

@@ -11,34 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from anarchon.backend import Claim, Grant
+from anarchon.backend import Grant
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
-__all__ = ["base_record", "final_record", "grant_of", "run_of", "text"]
+__all__ = ["final_record", "grant_of", "run_of", "text"]
 
 
 def text(value: bytes | str) -> str:
     """Replies are bytes or str depending on the client's ``decode_responses``."""
     return value.decode() if isinstance(value, bytes) else value
-
-
-def base_record(claim: Claim) -> str:
-    """What the claim script completes into a running or skipped record."""
-    return json.dumps(
-        {
-            "job": claim.job.name,
-            "slot": claim.slot_ms,
-            "instance": claim.instance,
-            "manual": claim.manual,
-            "catch_up": claim.catch_up,
-            "missed": claim.missed,
-            "started": claim.now_ms,
-            "finished": None,
-            "duration": None,
-            "error": None,
-        },
-        separators=(",", ":"),
-    )
 
 
 def final_record(run: Run) -> str:

@@ -38,7 +38,7 @@ from anarchon.urls import redact_url
 
 from . import _scripts as S
 from ._keys import Keyspace, check_prefix, run_id
-from ._records import base_record, final_record, grant_of, run_of, text
+from ._records import final_record, grant_of, run_of, text
 
 __all__ = ["RedisBackend"]
 
@@ -209,19 +209,11 @@ class RedisBackend(Backend):
     def _claim_call(self, c: Claim) -> Call:
         o = c.job.options
         k = self._keys.job(c.job.name)
-        args = [
-            run_id(c.slot_ms, c.manual),
-            c.slot_ms,
-            int(c.manual),
-            c.token,
-            int(o.overlap == "skip"),
-            o.lease_ms,
-            o.history_size,
-            o.history_ttl_ms or 0,
-            base_record(c),
-            c.job.name,
-        ]
-        return S.CLAIM, [k.state, k.runs, k.order, k.live, *self._hint()], args
+        numbers = (
+            f"{int(c.slot_ms)}:{int(c.manual)}:{int(c.catch_up)}:{int(c.missed)}:{int(c.now_ms)}:"
+            f"{int(o.overlap == 'skip')}:{o.lease_ms}:{o.history_size}:{o.history_ttl_ms or 0}"
+        )
+        return S.CLAIM, [k.state, k.runs, k.order, k.live, *self._hint()], [numbers, c.token, c.instance, c.job.name]
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         if not claims:
