@@ -21,7 +21,6 @@ import secrets
 import signal
 import socket
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -71,6 +70,8 @@ class _Active:
     context: RunContext
     #: Monotonic time (s) after which the lease must be presumed lost.
     lease_deadline: float
+    #: Monotonic time (s) of the next renewal (lease backends).
+    renew_at: float = 0.0
     task: asyncio.Task[Run | None] | None = None
     handed_over: bool = False
     cancelled_by_stop: bool = False
@@ -104,6 +105,10 @@ class Scheduler:
         self._heap: list[tuple[int, int, str, int, int]] = []
         self._seq = 0
         self._active: dict[tuple[str, int, bool], _Active] = {}
+        #: (renew_at, seq, key, active) of the runs whose leases the keeper renews; stale entries are skipped.
+        self._renewals: list[tuple[float, int, tuple[str, int, bool], _Active]] = []
+        self._keeper: asyncio.Task[None] | None = None
+        self._keeper_wake: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._started = False
@@ -270,6 +275,7 @@ class Scheduler:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         self._heap.clear()
+        self._renewals.clear()
         await self._close_backend()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
@@ -424,7 +430,7 @@ class Scheduler:
             job=job,
             slot_ms=slot_ms,
             instance=self.instance_id,
-            token=uuid.uuid4().hex,
+            token=os.urandom(16).hex(),
             now_ms=self.clock.now_ms(),
             manual=manual,
             catch_up=catch_up,
@@ -486,9 +492,11 @@ class Scheduler:
             missed=grant.missed,
         )
         key = (job.name, grant.slot_ms, grant.manual)
-        active = _Active(job, grant, ctx, lease_deadline=time.monotonic() + grant.lease_ms / 1000)
+        granted = time.monotonic()
+        active = _Active(job, grant, ctx, lease_deadline=granted + grant.lease_ms / 1000)
         self._active[key] = active
-        renewer = self._spawn(self._renew(active)) if lease else None
+        if lease:
+            self._watch_lease(key, active, granted + grant.lease_ms / 3000)
         started_ms = self.clock.now_ms()
         self._plugins.notify("anarchon_run_started", scheduler=self, job=job, context=ctx)
         status, error = RunStatus.SUCCEEDED, None
@@ -536,8 +544,6 @@ class Scheduler:
             self._plugins.notify("anarchon_run_finished", scheduler=self, job=job, run=run)
             return run
         finally:
-            if renewer is not None:
-                renewer.cancel()
             self._active.pop(key, None)
             active.done.set()
 
@@ -551,27 +557,71 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, lambda: job.func(*args))
 
-    async def _renew(self, active: _Active) -> None:
-        """Renew every third of the lease; presume it lost at the local deadline."""
-        period = active.grant.lease_ms / 3000
+    def _watch_lease(self, key: tuple[str, int, bool], active: _Active, at: float) -> None:
+        """Have the keeper renew this run's lease at ``at``; one keeper serves every run."""
+        active.renew_at = at
+        self._seq += 1
+        heapq.heappush(self._renewals, (at, self._seq, key, active))
+        if self._keeper is None or self._keeper.done():
+            self._keeper_wake = asyncio.Event()
+            self._keeper = self._spawn(self._keep_leases())
+        elif self._renewals[0][3] is active and self._keeper_wake is not None:
+            self._keeper_wake.set()
+
+    async def _keep_leases(self) -> None:
+        """Renew every third of each lease, the runs due together in one call.
+
+        A lease is presumed lost at its local deadline. The keeper ends when no
+        run holds a lease; the next run starts it again.
+        """
+        assert self._keeper_wake is not None
+        wake = self._keeper_wake
+        heap = self._renewals
         while True:
-            await asyncio.sleep(max(0.0, min(period, active.lease_deadline - time.monotonic())))
-            if time.monotonic() >= active.lease_deadline:
-                self._lose_lease(active, "the lease could not be renewed before it expired")
+            while heap and (self._active.get(heap[0][2]) is not heap[0][3] or heap[0][0] != heap[0][3].renew_at):
+                heapq.heappop(heap)
+            if not heap:
+                self._keeper = None
                 return
-            sent = time.monotonic()
-            try:
-                (ok,) = await asyncio.wait_for(
-                    self.backend.renew([active.grant]), max(0.001, active.lease_deadline - sent)
-                )
-            except (Exception, asyncio.TimeoutError) as exc:
-                self._backend_failed("renew", exc)
-                await asyncio.sleep(min(0.1, max(0.0, active.lease_deadline - time.monotonic())))
+            now = time.monotonic()
+            if heap[0][0] > now:
+                wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(wake.wait(), heap[0][0] - now)
+                continue
+            due: list[tuple[tuple[str, int, bool], _Active]] = []
+            while heap and heap[0][0] <= now:
+                at, _, key, active = heapq.heappop(heap)
+                if self._active.get(key) is not active or active.renew_at != at:
+                    continue
+                if now >= active.lease_deadline:
+                    self._lose_lease(active, "the lease could not be renewed before it expired")
+                    continue
+                due.append((key, active))
+            if due:
+                await self._renew_due(due)
+
+    async def _renew_due(self, due: list[tuple[tuple[str, int, bool], _Active]]) -> None:
+        sent = time.monotonic()
+        limit = max(0.001, min(a.lease_deadline for _, a in due) - sent)
+        try:
+            results = await asyncio.wait_for(self.backend.renew([a.grant for _, a in due]), limit)
+        except (Exception, asyncio.TimeoutError) as exc:
+            self._backend_failed("renew", exc)
+            now = time.monotonic()
+            for key, active in due:
+                if self._active.get(key) is active:
+                    self._watch_lease(key, active, now + min(0.1, max(0.0, active.lease_deadline - now)))
+            return
+        now = time.monotonic()
+        for (key, active), ok in zip(due, results, strict=True):
+            if self._active.get(key) is not active:
                 continue
             if not ok:
                 self._lose_lease(active, "another instance took the run over")
-                return
+                continue
             active.lease_deadline = sent + active.grant.lease_ms / 1000
+            self._watch_lease(key, active, now + active.grant.lease_ms / 3000)
 
     def _lose_lease(self, active: _Active, why: str) -> None:
         log.warning("job %s, slot %s: %s; stopping this run", active.job.name, active.context.slot, why)
