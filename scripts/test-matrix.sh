@@ -24,7 +24,8 @@ fi
 logdir=$(mktemp -d)
 passed=0 failed=0 skipped=0 bad_steps=()
 count() {  # word file
-  grep -E '^=+ .* in [0-9.]+s' "$2" | tail -n 1 | grep -oE "[0-9]+ $1" | grep -oE '[0-9]+' || echo 0
+  # pytest's closing line, with or without -q: "=== 3 passed, 1 skipped in 2.1s ===" or "3 passed in 2.1s"
+  grep -E '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s' "$2" | tail -n 1 | grep -oE "[0-9]+ $1" | grep -oE '[0-9]+' || echo 0
 }
 for step in "${STEPS[@]}"; do
   name=${step%%:*}

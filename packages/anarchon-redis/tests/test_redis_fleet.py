@@ -1,15 +1,15 @@
-"""Real instance processes on Redis: every slot once, and take-over after kill -9."""
+"""Real instance processes on Redis: the conformance suite's multi-process part."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
 
-from anarchon_conformance.fleet import Fleet
+from anarchon_conformance import FleetTests
 
 pytestmark = pytest.mark.slow
 
@@ -26,63 +26,7 @@ def prefix(redis_url: str) -> Iterator[str]:
         client.close()
 
 
-def _fleet(tmp_path, redis_url: str, prefix: str, **kwargs) -> Fleet:
-    return Fleet(
-        tmp_path / "fleet",
-        backend_class="anarchon_redis:RedisBackend",
-        backend_kwargs={"url": redis_url, "prefix": prefix},
-        **kwargs,
-    )
-
-
-def test_four_processes_run_every_slot_of_five_every_second_jobs_exactly_once(tmp_path, redis_url, prefix):
-    with _fleet(tmp_path, redis_url, prefix, instances=4, jobs=5, options={"jitter_ms": 500}) as fleet:
-        fleet.start()
-        time.sleep(22)
-        fleet.stop()
-        report = fleet.report()
-    print(report.summary())
-    assert report.slots >= 5 * 18
-    assert report.duplicates == 0, report.duplicate_slots
-    assert report.missed == 0, report.missed_slots
-    assert report.runs == report.slots
-    assert len({rec["instance"] for rec in fleet.ledger() if rec["e"] == "start"}) > 1, "the work is shared"
-
-
-def test_kill_9_of_a_runner_is_taken_over_within_the_lease(tmp_path, redis_url, prefix):
-    lease_ms, jitter_ms = 1500, 300
-    with _fleet(
-        tmp_path,
-        redis_url,
-        prefix,
-        instances=4,
-        jobs=5,
-        options={"jitter_ms": jitter_ms},
-        slow_cron="*/6 * * * * *",
-        slow_seconds=4,
-        slow_options={"lease_ms": lease_ms, "jitter_ms": jitter_ms},
-    ) as fleet:
-        fleet.start()
-        first = fleet.wait_for(lambda r: r["e"] == "start" and r["job"].endswith("slow"), timeout=20)
-        killed_at = fleet.kill(fleet.member(first["instance"]))
-        taken = fleet.wait_for(
-            lambda r: (
-                r["e"] == "start" and r["job"] == first["job"] and r["slot"] == first["slot"] and r["attempt"] == 2
-            ),
-            timeout=15,
-        )
-        fleet.wait_for(
-            lambda r: r["e"] == "end" and r["job"] == first["job"] and r["slot"] == first["slot"], timeout=15
-        )
-        time.sleep(3)
-        fleet.stop()
-        report = fleet.report()
-    took = taken["t"] - killed_at
-    print(f"take-over {took} ms after kill -9 (lease_ms={lease_ms}, jitter_ms={jitter_ms}); {report.summary()}")
-    assert taken["instance"] != first["instance"]
-    assert taken["fencing"] > first["fencing"]
-    # The lease was renewed at most a third of it before the kill; take-over polls every third of it.
-    assert took <= lease_ms + jitter_ms + lease_ms // 3 + 500
-    assert report.duplicates == 0, report.duplicate_slots
-    assert report.missed == 0, report.missed_slots
-    assert report.take_overs >= 1
+class TestRedisFleet(FleetTests):
+    @pytest.fixture
+    def fleet_backend(self, redis_url: str, prefix: str) -> dict[str, Any]:
+        return {"backend_class": "anarchon_redis:RedisBackend", "backend_kwargs": {"url": redis_url, "prefix": prefix}}

@@ -86,9 +86,7 @@ def _int(job: str, backend: str, option: str, value: object, *, minimum: int, ex
     return value
 
 
-def resolve_options(
-    job: str, explicit: dict[str, Any], capabilities: Capabilities, backend: str
-) -> JobOptions:
+def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabilities, backend: str) -> JobOptions:
     """Apply defaults for the backend's tier and check every option.
 
     Raises ``TypeError`` for an unknown option (as a wrong keyword would),

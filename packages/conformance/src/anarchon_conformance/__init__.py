@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._base import SuiteBase
     from ._claim import ClaimTests
+    from ._fleet_tests import FleetTests
     from ._harness import BackendFactory, Conformance, Instance, eventually
     from ._history import HISTORY_SLACK, HistoryTests
     from ._jobs import EVERY_SECOND, finished_run, make_job, unique_name
@@ -34,6 +35,7 @@ __all__ = [
     "BackendSuite",
     "ClaimTests",
     "Conformance",
+    "FleetTests",
     "HistoryTests",
     "Instance",
     "LeaseTests",
@@ -50,6 +52,7 @@ __all__ = [
 _HOME = {
     "SuiteBase": "_base",
     "ClaimTests": "_claim",
+    "FleetTests": "_fleet_tests",
     "BackendFactory": "_harness",
     "Conformance": "_harness",
     "Instance": "_harness",

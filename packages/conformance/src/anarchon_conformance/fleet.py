@@ -33,7 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Fleet", "FleetReport", "SlotRow", "read_ledger", "reconcile"]
+__all__ = [
+    "Fleet",
+    "FleetReport",
+    "SlotRow",
+    "TakeOver",
+    "assert_every_slot_once",
+    "build_backend",
+    "read_ledger",
+    "reconcile",
+]
 
 READY = "anarchon-fleet-ready"
 
@@ -57,12 +66,19 @@ class _Ledger:
         os.write(self.fd, line.encode())
 
 
-def _build_backend(args: argparse.Namespace) -> Any:
-    if args.backend_class:
-        module, _, name = args.backend_class.partition(":")
+def build_backend(
+    backend: str | None = None, backend_class: str | None = None, backend_kwargs: dict[str, Any] | None = None
+) -> Any:
+    """The backend a fleet member uses: a URL as is, or ``module:Class`` built with keyword arguments."""
+    if backend_class:
+        module, _, name = backend_class.partition(":")
         cls = getattr(importlib.import_module(module), name)
-        return cls(**json.loads(args.backend_kwargs or "{}"))
-    return args.backend
+        return cls(**(backend_kwargs or {}))
+    return backend
+
+
+def _build_backend(args: argparse.Namespace) -> Any:
+    return build_backend(args.backend, args.backend_class, json.loads(args.backend_kwargs or "{}"))
 
 
 def _instance_main(args: argparse.Namespace) -> None:
@@ -172,6 +188,27 @@ class FleetReport:
             f"slots: {self.slots}, runs: {self.runs}, duplicates: {self.duplicates}, "
             f"missed: {self.missed}, skipped (overlap): {self.skipped}, take-overs: {self.take_overs}{took}"
         )
+
+
+def assert_every_slot_once(report: FleetReport, *, min_slots: int) -> None:
+    """The promise of every backend while all instances live: each slot run exactly once."""
+    assert report.slots >= min_slots, f"only {report.slots} slots in the window, expected {min_slots}"
+    assert report.duplicates == 0, f"slots run twice: {report.duplicate_slots}"
+    assert report.missed == 0, f"slots nobody ran: {report.missed_slots}"
+    assert report.runs + report.skipped == report.slots, report.summary()
+
+
+@dataclass(frozen=True)
+class TakeOver:
+    """A run whose instance was killed, and the later attempt that took it over."""
+
+    first: dict[str, Any]
+    second: dict[str, Any]
+    killed_at: int
+
+    @property
+    def took_ms(self) -> int:
+        return int(self.second["t"]) - self.killed_at
 
 
 def reconcile(
@@ -407,6 +444,25 @@ class Fleet:
                     return rec
             time.sleep(poll)
         raise TimeoutError(f"no ledger record matched within {timeout} s")
+
+    def run_for(self, seconds: float) -> FleetReport:
+        """Start, let the instances work ``seconds``, stop them gracefully, and reconcile."""
+        self.start()
+        time.sleep(seconds)
+        self.stop()
+        return self.report()
+
+    def take_over_after_kill(self, job: str, timeout: float = 30.0) -> TakeOver:
+        """``kill -9`` the instance that next starts ``job``; wait until another finishes that run."""
+        first = self.wait_for(lambda r: r["e"] == "start" and r.get("job") == job, timeout)
+        killed_at = self.kill(self.member(first["instance"]))
+
+        def same_run(r: dict[str, Any], event: str) -> bool:
+            return r["e"] == event and r.get("job") == job and r["slot"] == first["slot"] and r["attempt"] > 1
+
+        second = self.wait_for(lambda r: same_run(r, "start"), timeout)
+        self.wait_for(lambda r: same_run(r, "end"), timeout)
+        return TakeOver(first, second, killed_at)
 
     def member(self, instance: str) -> _Member:
         return next(m for m in self.members if m.instance == instance)

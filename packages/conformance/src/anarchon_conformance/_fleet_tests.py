@@ -1,0 +1,124 @@
+"""Multi-process conformance: real instance processes on one store.
+
+Some promises only show across OS processes: every slot of every job run
+once while the work is shared, and, on a lease backend, a ``kill -9`` of the
+instance running a job answered by a take-over within the lease. The author
+names the backend once, as :class:`~anarchon_conformance.fleet.Fleet`
+keyword arguments; these tests are slow (about 25 s each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anarchon import Backend, Run, Scheduler
+from anarchon.plugins import PluginManager
+from anarchon.run import RunStatus
+from anarchon.urls import url_scheme
+
+from ._base import SuiteBase
+from ._requires import requires, unmet_requirement
+from .fleet import Fleet, assert_every_slot_once, build_backend
+
+__all__ = ["FleetTests"]
+
+#: How long the instances of the exactly-once test run.
+FLEET_SECONDS = 22
+#: The scheduler polls for expired leases every third of the lease, give or take a quarter.
+POLL_SLACK = 1.25 / 3
+
+FleetMaker = Callable[..., Fleet]
+
+
+def _backend_class(spec: dict[str, Any]) -> type[Backend]:
+    if spec.get("backend_class"):
+        module, _, name = spec["backend_class"].partition(":")
+        cls: type[Backend] = getattr(importlib.import_module(module), name)
+        return cls
+    return PluginManager().schemes()[url_scheme(spec["backend"])]
+
+
+@pytest.mark.slow
+class FleetTests(SuiteBase):
+    """Every slot once across processes; take-over after ``kill -9`` on lease backends."""
+
+    @pytest.fixture
+    def fleet_backend(self) -> dict[str, Any]:
+        """Override me: the backend of every fleet process, as ``Fleet`` keyword arguments.
+
+        Either ``{"backend": "<url>"}`` or ``{"backend_class": "package:Class",
+        "backend_kwargs": {...}}`` (JSON-able), on a namespace isolated for this test.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__}.fleet_backend must be overridden: return Fleet keyword arguments naming the "
+            "backend, e.g. {'backend': 'mydb://…'} or {'backend_class': 'pkg:MyBackend', 'backend_kwargs': {...}}"
+        )
+
+    @pytest.fixture
+    def fleet(
+        self, request: pytest.FixtureRequest, tmp_path: Path, fleet_backend: dict[str, Any]
+    ) -> Iterator[FleetMaker]:
+        cls = _backend_class(fleet_backend)
+        reason = unmet_requirement(request.node, cls.capabilities, cls.name)
+        if reason is not None:
+            pytest.skip(reason)
+        made: list[Fleet] = []
+
+        def make(**kwargs: Any) -> Fleet:
+            fleet = Fleet(tmp_path / f"fleet-{len(made)}", **fleet_backend, **kwargs)
+            made.append(fleet)
+            return fleet
+
+        yield make
+        for fleet in made:
+            fleet.__exit__(None, None, None)
+
+    @requires("multi_process")
+    def test_processes_sharing_the_store_run_every_slot_once(self, fleet: FleetMaker) -> None:
+        with fleet(instances=4, jobs=5, options={"jitter_ms": 500}) as f:
+            report = f.run_for(FLEET_SECONDS)
+        print(report.summary())
+        assert_every_slot_once(report, min_slots=5 * (FLEET_SECONDS - 4))
+        winners = {row.runs[0][0] for row in report.rows if row.runs}
+        assert len(winners) > 1, f"one instance ran everything ({winners}); the processes did not share the store"
+
+    @requires("multi_process", "lease")
+    def test_kill_9_of_a_runner_is_taken_over_within_the_lease(
+        self, fleet: FleetMaker, fleet_backend: dict[str, Any]
+    ) -> None:
+        lease_ms, jitter_ms = 1500, 300
+        with fleet(
+            instances=4,
+            jobs=5,
+            options={"jitter_ms": jitter_ms},
+            slow_cron="*/6 * * * * *",
+            slow_seconds=4,
+            slow_options={"lease_ms": lease_ms, "jitter_ms": jitter_ms},
+        ) as f:
+            f.start()
+            take_over = f.take_over_after_kill("job-slow", timeout=20)
+            time.sleep(3)  # the every-second slots around the kill and the take-over
+            f.stop()
+            report = f.report(since_ms=take_over.first["slot"])
+        first, second = take_over.first, take_over.second
+        print(f"take-over {take_over.took_ms} ms after kill -9 (lease_ms={lease_ms}); {report.summary()}")
+        assert second["instance"] != first["instance"]
+        assert second["fencing"] > first["fencing"]
+        assert take_over.took_ms <= lease_ms + jitter_ms + lease_ms * POLL_SLACK + 500
+        assert report.duplicates == 0, report.duplicate_slots
+        assert report.missed == 0, report.missed_slots
+        assert report.take_overs >= 1
+
+        async def history() -> list[Run]:
+            return await Scheduler(build_backend(**fleet_backend)).history("job-slow")
+
+        (record,) = [r for r in asyncio.run(history()) if r.slot_ms == first["slot"]]
+        assert (record.instance, record.attempt, record.status) == (second["instance"], 2, RunStatus.SUCCEEDED)
+        assert record.fencing == second["fencing"]
