@@ -124,6 +124,8 @@ class Verdict:
     coalesced: int = 0
     catch_up_runs: int = 0
     abandoned: int = 0
+    #: Abandoned slots whose next slot did not run either (see the module docstring).
+    abandoned_chains: int = 0
     lost_died: int = 0
     lost_other: Counter[str] = field(default_factory=Counter)
     excluded: Counter[str] = field(default_factory=Counter)
@@ -162,6 +164,7 @@ class Verdict:
             "coalesced": self.coalesced,
             "catch_up_runs": self.catch_up_runs,
             "abandoned": self.abandoned,
+            "abandoned_chains": self.abandoned_chains,
             "lost_runner_died": self.lost_died,
             "lost_other": dict(self.lost_other),
             "excluded": dict(self.excluded),
@@ -404,6 +407,7 @@ def judge(
                     f"{job} @ {slot}: its winner died or was cut off; abandoned as superseded (SPEC §1), but the "
                     f"next slot {following} was {after} too (overlap with that dying run), so neither ran"
                 )
+                v.abandoned_chains += 1
                 up = health.up_at_some_point(slot - SKEW_MARGIN_MS, following + jitter + SKEW_MARGIN_MS)
                 (v.broken if up and not rules_only else v.warnings).append(line + ("" if up else "; no instance up"))
     return v

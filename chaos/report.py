@@ -54,7 +54,7 @@ def _row(v: Verdict) -> list[str]:
         _ms(v.hand_over_ms),
         f"{v.catch_up_runs} runs / {v.coalesced} slots",
         str(v.skipped_overlap),
-        f"{v.abandoned} ({len(v.warnings)})",
+        f"{v.abandoned} ({v.abandoned_chains})",
         str(v.lost_died) if v.kind == "claim" else "n/a",
         lost_b,
         str(sum(v.excluded.values())),

@@ -11,6 +11,8 @@ to try another plan.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,13 +28,18 @@ REASONS = available_backends()
 
 
 @pytest.mark.parametrize("backend", ORDER)
-def test_short_chaos_run_keeps_the_promises(backend: str, tmp_path: Path) -> None:
+def test_short_chaos_run_keeps_the_promises(backend: str) -> None:
     reason = REASONS[backend]
     if reason is not None:
         if os.environ.get("CI"):
             pytest.fail(f"CI is set, so the {backend} fault run must not be skipped: {reason}")
         pytest.skip(f"!!! SKIPPED: {backend} fault run cannot start here: {reason}")
-    verdict = run_scenario(backend, Config(short=True, seconds=20, jobs=5, seed=SEED, workdir=tmp_path))
+    # Not tmp_path: initdb and the RabbitMQ node run as their own users, who cannot enter pytest's 0700 dirs.
+    workdir = Path(tempfile.mkdtemp(prefix="anarchon-chaos-"))
+    try:
+        verdict = run_scenario(backend, Config(short=True, seconds=20, jobs=5, seed=SEED, workdir=workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     print(summary_line(verdict))
     assert verdict.error is None, verdict.error
     assert verdict.faults["kill9"] >= 1, f"no instance was killed: {verdict.plan}"
