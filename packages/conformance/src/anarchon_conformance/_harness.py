@@ -47,6 +47,14 @@ class Instance:
         self.backend = backend
         self.id = instance_id
         self.closed = False
+        self._prepared: set[str] = set()
+
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        """``Backend.prepare`` for jobs this instance has not seen, as ``start()``/``add()`` do."""
+        new = [job for job in jobs if job.name not in self._prepared]
+        if new:
+            await self.backend.prepare(new)
+            self._prepared.update(job.name for job in new)
 
     def __repr__(self) -> str:
         return f"Instance({self.id!r}, {self.backend!r})"
@@ -75,6 +83,7 @@ class Instance:
 
     async def claim_all(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         """One ``claim()`` call; checks that the answers line up with the claims."""
+        await self.prepare(list({c.job.name: c.job for c in claims}.values()))
         results = list(await self.backend.claim(claims))
         assert len(results) == len(claims), f"claim() got {len(claims)} claims and answered {len(results)}"
         for claim, result in zip(claims, results, strict=True):
@@ -99,6 +108,7 @@ class Instance:
         return answers[0]
 
     async def take_over(self, job: Job) -> list[ClaimResult]:
+        await self.prepare([job])
         return list(await self.backend.take_over([job], self.id))
 
     async def die(self) -> None:
