@@ -197,7 +197,10 @@ class PostgresBackend(Backend):
     async def _attempt(
         self, pool: asyncpg.Pool, op: Callable[[asyncpg.Connection, bool], Awaitable[T]], *, retry: bool
     ) -> T:
-        async with pool.acquire(timeout=self._timeout) as conn:
+        # A free connection is handed over at once; only a wait for one needs the timer (and
+        # asyncpg's timed acquire costs a task and a loop turn per call).
+        acquiring = pool.acquire() if pool.get_idle_size() else pool.acquire(timeout=self._timeout)
+        async with acquiring as conn:
             try:
                 return await op(conn, retry)
             except _SUSPECT:
