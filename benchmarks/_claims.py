@@ -27,6 +27,7 @@ from ._target import RawClient, Target
 __all__ = ["ClaimFigures", "ContendedFigures", "contended", "overhead"]
 
 WORKERS = 16
+BATCH = 100
 JOBS_PER_WORKER = 20
 RACERS = 5
 
@@ -38,6 +39,9 @@ class ClaimFigures:
     claim: Latency
     raw_per_s: float
     claim_per_s: float
+    #: Median ms of one ``claim()`` of ``BATCH`` jobs due together, and of ``BATCH`` calls of one claim each.
+    batch_ms: float
+    singles_ms: float
 
     @property
     def ratio_p50(self) -> float:
@@ -115,11 +119,38 @@ async def overhead(target: Target, ns: str, calls: int, seconds: float) -> Claim
             return None
 
         raw_ms, claim_ms = await interleaved(calls, [via_raw, via_claim])
+        batch_ms, singles_ms = await _batch(backend, max(3, calls // 200))
     finally:
         await raw.close()
         await backend.close()
     raw_rate, claim_rate = await _concurrent(target, ns, seconds)
-    return ClaimFigures(raw.description, Latency.of(raw_ms), Latency.of(claim_ms), raw_rate, claim_rate)
+    return ClaimFigures(
+        raw.description, Latency.of(raw_ms), Latency.of(claim_ms), raw_rate, claim_rate, batch_ms, singles_ms
+    )
+
+
+async def _batch(backend: Backend, rounds: int) -> tuple[float, float]:
+    """The claims due at one instant in one call (the scheduler's way) against one call each."""
+    jobs = [_job(backend, f"batch-{k:03d}") for k in range(BATCH)]
+    await backend.prepare(jobs)
+    slot = _first_slot() + 7_200_000
+    together: list[float] = []
+    apart: list[float] = []
+    for _ in range(rounds):
+        for timings, grouped in ((together, True), (apart, False)):
+            slot += 1000
+            claims = [Claim(j, slot, "bench", uuid.uuid4().hex, slot) for j in jobs]
+            t = time.perf_counter()
+            if grouped:
+                results = await backend.claim(claims)
+            else:
+                results = [(await backend.claim([c]))[0] for c in claims]
+            timings.append((time.perf_counter() - t) * 1000)
+            for r in results:
+                finish = _finisher(backend, r.grant)
+                if finish is not None:
+                    await finish()
+    return Latency.of(together).p50, Latency.of(apart).p50
 
 
 async def _concurrent(target: Target, ns: str, seconds: float) -> tuple[float, float]:

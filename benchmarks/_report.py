@@ -85,6 +85,7 @@ def markdown(info: dict[str, str], results: list[BackendResult], args: str, char
                 f"{_f(c.raw_per_s, 0)}",
                 f"{_f(c.claim_per_s, 0)}",
                 f"{_f(c.ratio_throughput)}x{_mark(ok_conc)}",
+                f"{_f(c.batch_ms, 1)} ({_f(c.batch_ms * 10, 0)} µs each) / {_f(c.singles_ms, 1)}",
             ]
         )
     lines += _table(
@@ -97,6 +98,7 @@ def markdown(info: dict[str, str], results: list[BackendResult], args: str, char
             "raw /s (16-way)",
             "claim() /s (16-way)",
             "ratio 16-way",
+            "100 due together: one call / 100 calls, ms",
         ],
         rows,
     )
