@@ -30,8 +30,10 @@ lease
       judged on the backend's clock where it has one, or at once on hand-over.
       :meth:`take_over` grants an expired run again (``attempt + 1``, new
       token and fencing) when ``attempt < max_attempts`` or it was handed
-      over, and the run is the job's newest scheduled slot (or manual);
-      otherwise marks it ``abandoned``.
+      over, and the run is manual or its slot is the newest scheduled slot
+      *won* (``won``: slots skipped for overlap move ``mark`` but not
+      ``won``, since they did not run the job); otherwise marks it
+      ``abandoned``.
     * :meth:`renew`, :meth:`finish` and :meth:`hand_over` succeed only for the
       current owner (same token, status ``running``); a stale owner gets
       ``False`` and changes nothing.

@@ -48,6 +48,8 @@ class _Book:
     """
 
     mark: int | None = None
+    #: The newest scheduled slot *won* (skipped slots move ``mark``, not this).
+    won: int | None = None
     fencing: int = 0
     runs: dict[tuple[int, bool], _Record] = field(default_factory=dict)
     order: list[tuple[int, bool]] = field(default_factory=list)
@@ -134,6 +136,8 @@ class MemoryStore:
                 self._trim(book, c.job, now)
                 return ClaimResult(Outcome.SKIPPED, record=skipped)
             book.fencing += 1
+            if not c.manual:
+                book.won = c.slot_ms
             rec = _Record(base.replace(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
             book.put(key, rec)
             self._trim(book, c.job, now)
@@ -198,7 +202,7 @@ class MemoryStore:
                 rec = book.runs[slot, manual]
                 if rec.expires_ms > now:
                     continue
-                newest = manual or slot == book.mark
+                newest = manual or slot == book.won
                 if not newest or (rec.run.attempt >= job.options.max_attempts and not rec.handed_over):
                     rec.run = rec.run.replace(status=RunStatus.ABANDONED)
                     book.settle((slot, manual), rec)

@@ -183,6 +183,22 @@ class LeaseTests(SuiteBase):
 
     @pytest.mark.asyncio
     @requires("lease")
+    async def test_slots_skipped_for_a_dead_run_do_not_abandon_it(self, conformance: Conformance) -> None:
+        # A slot skipped for overlap did not run the job, so the dead run it skipped for is still
+        # the newest run: it must be taken over, or neither slot runs while instances are alive.
+        job = conformance.job("skipped-for-dead", lease_ms=LEASE_MS)
+        a, b = await conformance.instances(2)
+        s1, s2 = conformance.slots(2)
+        await _won(a, job, s1)
+        await a.die()
+        assert (await b.claim(job, s2)).outcome is Outcome.SKIPPED
+        await _expire(conformance)
+        (grant,) = _taken(await b.take_over(job))
+        assert (grant.slot_ms, grant.attempt) == (s1, 2), "the dead run must be taken over, not abandoned"
+        assert (await conformance.record(job, s2)).status is RunStatus.SKIPPED
+
+    @pytest.mark.asyncio
+    @requires("lease")
     async def test_overlap_skip_records_the_slot_once(self, conformance: Conformance) -> None:
         job = conformance.job("overlap")
         assert job.options.overlap == "skip"
