@@ -186,13 +186,14 @@ class LeaseTests(SuiteBase):
     async def test_slots_skipped_for_a_dead_run_do_not_abandon_it(self, conformance: Conformance) -> None:
         # A slot skipped for overlap did not run the job, so the dead run it skipped for is still
         # the newest run: it must be taken over, or neither slot runs while instances are alive.
-        job = conformance.job("skipped-for-dead", lease_ms=LEASE_MS)
+        lease_ms = 4 * LEASE_MS  # the skip must land while the dead run's lease still holds
+        job = conformance.job("skipped-for-dead", lease_ms=lease_ms)
         a, b = await conformance.instances(2)
         s1, s2 = conformance.slots(2)
         await _won(a, job, s1)
         await a.die()
         assert (await b.claim(job, s2)).outcome is Outcome.SKIPPED
-        await _expire(conformance)
+        await _expire(conformance, lease_ms)
         (grant,) = _taken(await b.take_over(job))
         assert (grant.slot_ms, grant.attempt) == (s1, 2), "the dead run must be taken over, not abandoned"
         assert (await conformance.record(job, s2)).status is RunStatus.SKIPPED
