@@ -1,9 +1,10 @@
-"""Reproductions of what the fault suite found, each reduced to one scheduler-level case.
+"""Regression tests for what the fault suite found, each reduced to one scheduler-level case.
 
-Each is marked ``xfail(strict=True)`` with the finding as its reason: it
-fails today, and the day the fix lands it passes, so strict xfail turns it
-red and the marker is removed. They use the shared Redis on loopback (a
-unique key prefix, deleted afterwards) through a proxy of the suite's own.
+A grant whose answer is held up longer than its lease used to be run beside
+the instance that had taken it over meanwhile: the scheduler counted the
+lease from the answer, not from when the claim was sent. They use the shared
+Redis on loopback (a unique key prefix, deleted afterwards) through a proxy of
+the suite's own.
 """
 
 from __future__ import annotations
@@ -54,14 +55,6 @@ def prefix() -> Iterator[str]:
         client.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "core bug: Scheduler._execute starts the lease deadline when the grant ARRIVES "
-        "(time.monotonic() + lease_ms), not when the claim was SENT; a grant whose answer was held "
-        "longer than lease_ms is run although its lease already expired and was taken over"
-    ),
-)
 async def test_a_grant_answered_after_its_lease_expired_is_not_run_beside_the_take_over(
     redis_port: int, prefix: str
 ) -> None:

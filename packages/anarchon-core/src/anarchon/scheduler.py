@@ -369,9 +369,10 @@ class Scheduler:
             slot_ms = self.clock.now_ms()
             for _ in range(5):
                 claim = self._claim(job, slot_ms, manual=True)
+                sent = time.monotonic()
                 (result,) = await self.backend.claim([claim])
                 if result.outcome is Outcome.WON and result.grant is not None:
-                    run = await self._execute(job, result.grant)
+                    run = await self._execute(job, result.grant, sent)
                     if run is None:
                         raise AnarchonError(f"run_now({name!r}): this instance lost the lease during the run")
                     return run
@@ -438,38 +439,40 @@ class Scheduler:
         )
 
     async def _claim_and_run(self, claims: list[Claim]) -> None:
-        results = await self._decide(claims)
+        results, sent = await self._decide(claims)
         for claim, result in zip(claims, results, strict=True):
-            self._dispatch(claim.job, claim.slot_ms, result)
+            self._dispatch(claim.job, claim.slot_ms, result, sent)
 
-    async def _decide(self, claims: list[Claim]) -> list[ClaimResult]:
+    async def _decide(self, claims: list[Claim]) -> tuple[list[ClaimResult], float]:
         """Claim, retrying with the same tokens where that is the only way not to lose the slot.
 
         A claim backend that recognises a retried token gets retries until the
         slot is too late. A lease backend does not need them: a grant whose
         answer was lost expires and is taken over, and slots not claimed are
-        caught up once the backend answers again.
+        caught up once the backend answers again. Also returns when (monotonic)
+        the answering call was sent: a lease runs from then, not from the answer.
         """
         caps = self.backend.capabilities
         retry = caps.idempotent_claim and not caps.lease
         delay = BACKOFF_MIN_MS / 1000
         while True:
+            sent = time.monotonic()
             try:
                 results = await self.backend.claim(claims)
             except Exception as exc:
                 self._backend_failed("claim", exc)
                 deadline = min(c.slot_ms + c.job.options.max_late_ms for c in claims)
                 if not retry or self._stopping or self.clock.now_ms() + delay * 1000 >= deadline:
-                    return [ClaimResult(Outcome.UNKNOWN) for _ in claims]
+                    return [ClaimResult(Outcome.UNKNOWN) for _ in claims], sent
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
             self._backend_ok()
-            return results
+            return results, sent
 
-    def _dispatch(self, job: Job, slot_ms: int, result: ClaimResult) -> None:
+    def _dispatch(self, job: Job, slot_ms: int, result: ClaimResult, sent: float) -> None:
         if result.outcome is Outcome.WON and result.grant is not None:
-            self._spawn(self._execute(job, result.grant))
+            self._spawn(self._execute(job, result.grant, sent))
         elif result.outcome is Outcome.SKIPPED:
             self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot_ms, reason="overlap")
         else:
@@ -478,9 +481,23 @@ class Scheduler:
 
     # -- running -----------------------------------------------------------------
 
-    async def _execute(self, job: Job, grant: Grant) -> Run | None:
-        """Run one granted slot to its end; the finished record, or None if the lease was lost."""
+    async def _execute(self, job: Job, grant: Grant, sent: float) -> Run | None:
+        """Run one granted slot to its end; the finished record, or None if the lease was lost.
+
+        ``sent`` is when (monotonic) the claim or take-over that granted it was
+        sent: the backend started the lease no earlier, so an answer that took
+        longer than the lease may come after another instance took the run over.
+        Such a grant is not run at all.
+        """
         lease = self.backend.capabilities.lease
+        if lease and time.monotonic() >= sent + grant.lease_ms / 1000:
+            log.warning(
+                "job %s, slot %s: the grant arrived after its lease ran out; not running it",
+                job.name,
+                ms_to_datetime(grant.slot_ms),
+            )
+            self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=grant.slot_ms, reason="stale")
+            return None
         ctx = RunContext(
             job=job,
             slot_ms=grant.slot_ms,
@@ -492,7 +509,7 @@ class Scheduler:
             missed=grant.missed,
         )
         key = (job.name, grant.slot_ms, grant.manual)
-        granted = time.monotonic()
+        granted = sent
         active = _Active(job, grant, ctx, lease_deadline=granted + grant.lease_ms / 1000)
         self._active[key] = active
         if lease:
@@ -672,6 +689,7 @@ class Scheduler:
             await asyncio.sleep(period * random.uniform(0.75, 1.25))
             if not jobs or self._stopping:
                 continue
+            sent = time.monotonic()
             try:
                 results = await self.backend.take_over(jobs, self.instance_id)
             except Exception as exc:
@@ -690,7 +708,7 @@ class Scheduler:
                     ms_to_datetime(result.grant.slot_ms),
                     result.grant.attempt,
                 )
-                self._spawn(self._execute(job, result.grant))
+                self._spawn(self._execute(job, result.grant, sent))
 
     async def _catch_up(self) -> None:
         """Run, once, the newest slot missed while no instance could claim it."""
