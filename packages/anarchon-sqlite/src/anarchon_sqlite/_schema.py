@@ -25,11 +25,13 @@ SYNCHRONOUS_MODES = ("normal", "full")
 
 _CREATE = (
     "CREATE TABLE anarchon_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-    # One row per job: the mark (newest decided scheduled slot), the fencing
-    # counter, and how many runs history holds, so trimming needs no COUNT(*).
+    # One row per job: the mark (newest decided scheduled slot), the newest
+    # scheduled slot won (take-over's "newest run"), the fencing counter, and
+    # how many runs history holds, so trimming needs no COUNT(*).
     """CREATE TABLE anarchon_jobs (
         job TEXT PRIMARY KEY,
         mark INTEGER,
+        won INTEGER,
         fencing INTEGER NOT NULL DEFAULT 0,
         kept INTEGER NOT NULL DEFAULT 0
     )""",

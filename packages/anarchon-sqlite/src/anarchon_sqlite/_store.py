@@ -184,12 +184,12 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
             return ClaimResult(Outcome.WON, _grant(existing))
         return ClaimResult(Outcome.LOST)
 
-    book = conn.execute("SELECT mark, fencing, kept FROM anarchon_jobs WHERE job = ?", (name,)).fetchone()
+    book = conn.execute("SELECT mark, won, fencing, kept FROM anarchon_jobs WHERE job = ?", (name,)).fetchone()
     if book is None:
         conn.execute("INSERT INTO anarchon_jobs (job) VALUES (?)", (name,))
-        mark, fencing, kept = None, 0, 0
+        mark, won, fencing, kept = None, None, 0, 0
     else:
-        mark, fencing, kept = book
+        mark, won, fencing, kept = book
     if not c.manual:
         if mark is not None and c.slot_ms <= mark:
             return ClaimResult(Outcome.LOST)
@@ -219,6 +219,8 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
         result = ClaimResult(Outcome.SKIPPED, record=_run(row))
     else:
         fencing += 1
+        if not c.manual:
+            won = c.slot_ms
         row = (
             name, c.slot_ms, manual, RunStatus.RUNNING.value, c.instance, 1, fencing, int(c.catch_up), c.missed,
             started_us, None, None, None, c.token, opts.lease_ms, now + opts.lease_ms, 0,
@@ -226,7 +228,10 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
         result = ClaimResult(Outcome.WON, _grant(row))
     conn.execute(_INSERT_RUN, row)
     kept = _trim(conn, c.job, kept + 1, now)
-    conn.execute("UPDATE anarchon_jobs SET mark = ?, fencing = ?, kept = ? WHERE job = ?", (mark, fencing, kept, name))
+    conn.execute(
+        "UPDATE anarchon_jobs SET mark = ?, won = ?, fencing = ?, kept = ? WHERE job = ?",
+        (mark, won, fencing, kept, name),
+    )
     return result
 
 
@@ -312,12 +317,13 @@ def _take_over_job(conn: sqlite3.Connection, job: Job, instance: str, now: int) 
     expired: list[Row] = conn.execute(_SELECT_EXPIRED, (job.name, now)).fetchall()
     if not expired:
         return []
-    mark, fencing = conn.execute("SELECT mark, fencing FROM anarchon_jobs WHERE job = ?", (job.name,)).fetchone()
+    # The newest run is the newest slot *won*: a slot skipped for a dead run moved the mark but ran nothing.
+    newest_won, fencing = conn.execute("SELECT won, fencing FROM anarchon_jobs WHERE job = ?", (job.name,)).fetchone()
     won: list[ClaimResult] = []
     for row in expired:
         slot_ms, manual, attempt, handed_over = row[1], row[2], row[5], row[16]
         where = (job.name, slot_ms, manual)
-        newest = bool(manual) or slot_ms == mark
+        newest = bool(manual) or slot_ms == newest_won
         if not newest or (attempt >= job.options.max_attempts and not handed_over):
             conn.execute(
                 "UPDATE anarchon_runs SET status = 'abandoned' WHERE job = ? AND slot_ms = ? AND manual = ?", where
