@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PACKAGES := anarchon-core conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo test lint typecheck clean
+.PHONY: dev demo test lint chaos bench clean
 
 dev: $(STAMP)
 
@@ -20,6 +20,12 @@ demo: dev
 
 test: dev
 	bash scripts/test-matrix.sh
+
+chaos: dev
+	$(BIN)/python -m chaos
+
+bench: dev
+	$(BIN)/python -m benchmarks
 
 lint: dev
 	$(BIN)/ruff check .

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class ChaosFleet(Fleet):
-    """A :class:`Fleet` whose instances run ``chaos.instance`` with per-seat backend kwargs and skews."""
+    """A :class:`Fleet` whose instances get per-seat backend kwargs and skews."""
 
     def __init__(
         self,
@@ -45,8 +44,6 @@ class ChaosFleet(Fleet):
             **kwargs,
         )
         base = self._argv_base
-        assert base[1:4] == ["-m", "anarchon_conformance.fleet", "instance"], base[:4]
-        base[2:4] = ["chaos.instance"]
         at = base.index("--backend-kwargs")
         del base[at : at + 2]
         self.seat_kwargs = [dict(k) for k in seat_kwargs]
@@ -55,26 +52,22 @@ class ChaosFleet(Fleet):
         self.occupant: dict[int, _Member] = {}
         self._next_seat: int | None = None
 
+    def _seat(self) -> int:
+        return self._next_seat if self._next_seat is not None else len(self.occupant)
+
+    def member_argv(self, index: int, instance: str) -> list[str]:
+        seat = self._seat()
+        kwargs = ["--backend-kwargs", json.dumps(self.seat_kwargs[seat])]
+        return [*self._argv_base, *kwargs, "--id", instance, "--skew-ms", str(self.seat_skews[seat])]
+
+    def member_name(self, index: int) -> str:
+        return f"i{index + 1}-s{self._seat()}"
+
     def _spawn(self) -> _Member:
-        seat = self._next_seat if self._next_seat is not None else len(self.occupant)
-        index = self._spawned
-        self._spawned += 1
-        instance = f"i{index + 1}-s{seat}"
-        argv = [
-            *self._argv_base,
-            "--backend-kwargs",
-            json.dumps(self.seat_kwargs[seat]),
-            "--id",
-            instance,
-            "--skew-ms",
-            str(self.seat_skews[seat]),
-        ]
-        with open(self.workdir / f"{instance}.log", "w") as log:
-            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=self.env)
-        member = _Member(index, instance, process)
-        self.members.append(member)
+        seat = self._seat()
+        member = super()._spawn()
         self.occupant[seat] = member
-        self.seat_of[instance] = seat
+        self.seat_of[member.instance] = seat
         return member
 
     def spawn_on(self, seat: int) -> _Member:

@@ -13,6 +13,8 @@ STEPS=(
   "postgres:packages/anarchon-postgres"
   "rabbitmq:packages/anarchon-rabbitmq"
   "nats:packages/anarchon-nats"
+  "chaos:tests/chaos"
+  "release:tests/release"
 )
 if [ -n "${ANARCHON_STEPS:-}" ]; then
   selected=()

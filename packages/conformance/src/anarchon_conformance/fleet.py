@@ -89,11 +89,17 @@ def _instance_main(args: argparse.Namespace) -> None:
     class Observer:
         @hookimpl
         def anarchon_scheduler_started(self, scheduler: Scheduler) -> None:
+            ledger.write("ready", pid=os.getpid())
             print(READY, flush=True)
 
         @hookimpl
         def anarchon_slot_skipped(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
             ledger.write("skip", job=job.name, slot=slot_ms, reason=reason)
+
+        @hookimpl
+        def anarchon_claim_lost(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
+            if reason != "lost":  # "unknown" (answer lost) and "stale" (lease lost mid-run)
+                ledger.write("lost", job=job.name, slot=slot_ms, reason=reason)
 
     scheduler = Scheduler(
         _build_backend(args),
@@ -105,10 +111,15 @@ def _instance_main(args: argparse.Namespace) -> None:
 
     def make(name: str, seconds: float) -> Any:
         async def job(ctx: RunContext) -> None:
-            ledger.write("start", job=name, slot=ctx.slot_ms, attempt=ctx.attempt, fencing=ctx.fencing)
-            if seconds:
-                await asyncio.sleep(seconds)
-            ledger.write("end", job=name, slot=ctx.slot_ms, attempt=ctx.attempt, fencing=ctx.fencing)
+            fields = {"job": name, "slot": ctx.slot_ms, "attempt": ctx.attempt, "fencing": ctx.fencing}
+            ledger.write("start", **fields, catch_up=ctx.catch_up, missed=ctx.missed, manual=ctx.manual)
+            try:
+                if seconds:
+                    await asyncio.sleep(seconds)
+            except asyncio.CancelledError:
+                ledger.write("cancel", **fields, lease_lost=ctx.lease_lost)  # when it stopped tells overlap
+                raise
+            ledger.write("end", **fields)
 
         return job
 
@@ -371,12 +382,20 @@ class Fleet:
         self._wait_ready(new, timeout)
         self.ready_ms = _now_ms()
 
+    def member_name(self, index: int) -> str:
+        """The instance id of the ``index``-th process started; override to encode more in it."""
+        return f"instance-{index + 1}"
+
+    def member_argv(self, index: int, instance: str) -> list[str]:
+        """The arguments of one instance; override to vary the backend or clock per instance."""
+        skew = self.skews[index % len(self.skews)] if self.skews else 0
+        return [*self._argv_base, "--id", instance, "--skew-ms", str(skew)]
+
     def _spawn(self) -> _Member:
         index = self._spawned
         self._spawned += 1
-        instance = f"instance-{index + 1}"
-        skew = self.skews[index % len(self.skews)] if self.skews else 0
-        argv = [*self._argv_base, "--id", instance, "--skew-ms", str(skew)]
+        instance = self.member_name(index)
+        argv = self.member_argv(index, instance)
         log = open(self.workdir / f"{instance}.log", "w")  # noqa: SIM115 - the child owns it
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=self.env)
         log.close()
