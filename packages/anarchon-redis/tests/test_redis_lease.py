@@ -135,6 +135,20 @@ async def test_dead_run_of_an_older_slot_is_abandoned_not_taken_over(store, make
     assert statuses == {2000: RunStatus.RUNNING, 1000: RunStatus.ABANDONED}
 
 
+async def test_slots_skipped_for_a_dead_run_leave_it_the_newest_run(store, make_job, claim, wait_until):
+    a, b = await store.backend(), await store.backend()
+    job = make_job(lease_ms=4 * SHORT)
+    assert (await a.claim([claim(job, 1000)]))[0].won
+    for slot in (2000, 3000):
+        assert (await b.claim([claim(job, slot, "b")]))[0].outcome is Outcome.SKIPPED
+    assert await b.marks([job]) == {job.name: 3000}, "a skipped slot still moves the mark"
+    (taken,) = await wait_until(lambda: b.take_over([job], "b"))
+    assert taken.grant is not None
+    assert (taken.grant.slot_ms, taken.grant.attempt) == (1000, 2), "the dead run was the newest run won"
+    statuses = {r.slot_ms: r.status for r in await b.history(job.name)}
+    assert statuses == {3000: RunStatus.SKIPPED, 2000: RunStatus.SKIPPED, 1000: RunStatus.RUNNING}
+
+
 async def test_a_newer_claim_abandons_older_dead_runs(store, make_job, claim):
     a, b = await store.backend(), await store.backend()
     job = make_job(lease_ms=SHORT)

@@ -32,7 +32,7 @@ def check_prefix(prefix: object) -> str:
 class JobKeys:
     """The four keys of one job.
 
-    ``state`` is a hash (``mark``, ``fencing``); ``runs`` a hash of run id to
+    ``state`` is a hash (``mark``, ``won``, ``fencing``); ``runs`` a hash of run id to
     JSON record; ``order`` a sorted set of run ids by slot (history order);
     ``live`` a sorted set of the ids of running runs by lease expiry.
     """

@@ -132,7 +132,7 @@ else
   if manual then
     redis.call('HSET', state, 'fencing', num(rec.fencing))
   else
-    redis.call('HSET', state, 'mark', num(slot), 'fencing', num(rec.fencing))
+    redis.call('HSET', state, 'mark', num(slot), 'won', num(slot), 'fencing', num(rec.fencing))
   end
 end
 local raw = cjson.encode(rec)
@@ -201,14 +201,15 @@ for _, rid in ipairs(redis.call('ZRANGEBYSCORE', live, '(' .. num(now), '+inf'))
     if string.sub(r.token, 1, #mine) == mine then out[#out + 1] = raw end
   end
 end
-local mark = tonumber(redis.call('HGET', state, 'mark'))
+-- The newest run is the newest slot won: a slot skipped for a dead run moved the mark but ran nothing.
+local won = tonumber(redis.call('HGET', state, 'won'))
 for _, rid in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', num(now))) do
   local raw = redis.call('HGET', runs, rid)
   if not raw then
     redis.call('ZREM', live, rid)
   else
     local r = cjson.decode(raw)
-    local newest = r.manual or r.slot == mark
+    local newest = r.manual or r.slot == won
     if not newest or (r.attempt >= max_attempts and not r.handed) then
       r.status = 'abandoned'
       redis.call('ZREM', live, rid)
