@@ -51,6 +51,7 @@ def _migration_1(s: str) -> str:
 CREATE TABLE {s}.jobs (
     name text PRIMARY KEY,
     mark bigint,
+    won bigint,
     fencing bigint NOT NULL DEFAULT 0,
     run_count bigint NOT NULL DEFAULT 0
 );
@@ -158,6 +159,7 @@ BEGIN
             ELSE
                 UPDATE {s}.jobs
                     SET mark = CASE WHEN c.manual THEN mark ELSE c.slot END,
+                        won = CASE WHEN c.manual THEN won ELSE c.slot END,
                         fencing = fencing + 1, run_count = run_count + 1
                     WHERE name = c.job RETURNING fencing, run_count INTO v_fencing, v_count;
                 INSERT INTO {s}.runs VALUES (
@@ -225,7 +227,7 @@ BEGIN
     v_now := {now};
 
     FOR c IN
-        SELECT r.job, r.slot_ms, r.manual, r.token, r.attempt, r.handed_over, j.mark, x.max_attempts, x.lease
+        SELECT r.job, r.slot_ms, r.manual, r.token, r.attempt, r.handed_over, j.won, x.max_attempts, x.lease
         FROM {s}.runs r
         JOIN {s}.jobs j ON j.name = r.job
         JOIN (
@@ -235,7 +237,8 @@ BEGIN
         WHERE r.job = ANY (v_jobs) AND r.status = 'running' AND r.expires_ms <= v_now
         ORDER BY r.job, r.slot_ms, r.manual
     LOOP
-        IF NOT (c.manual OR c.slot_ms IS NOT DISTINCT FROM c.mark)
+        -- The newest run is the newest slot won: a slot skipped for a dead run moved the mark but ran nothing.
+        IF NOT (c.manual OR c.slot_ms IS NOT DISTINCT FROM c.won)
            OR (c.attempt >= c.max_attempts AND NOT c.handed_over) THEN
             UPDATE {s}.runs SET status = 'abandoned'
                 WHERE job = c.job AND slot_ms = c.slot_ms AND manual = c.manual
