@@ -31,7 +31,7 @@ if [ "${PANTS_CI_SLOW:-0}" = 1 ]; then
   pytest_args=(--pytest-args="['-p pants_pytest_plugin']")  # drops pants.toml's -m 'not slow'
 fi
 
-timed "bootstrap (Pants venv, tools/pex)" ./pants --no-pantsd --version
+timed "bootstrap (Pants venv, tools/pex)" ./pants --bootstrap-only
 rc=0
 timed "tailor --check, lint, test, package" \
   ./pants --no-pantsd "${pytest_args[@]}" tailor --check lint test package packages:: tools/pants:: || rc=$?
