@@ -103,12 +103,14 @@ def _measure(target: Target, args: argparse.Namespace) -> BackendResult:
                 result.contended = asyncio.run(contended(target, ns, 100 if quick else 500))
         if "scale" in args.phase_list:
             with _phase(result, "scale"):
+                asyncio.run(target.fresh())
                 empty, full = new_namespace(), new_namespace()
                 used += [empty, full]
                 result.scale = scale(target, empty, full, 5.0 if quick else 20.0)
         if "e2e" in args.phase_list:
             for jobs in target.fleet_jobs:
                 with _phase(result, f"end to end, {jobs} jobs"):
+                    asyncio.run(target.fresh())
                     ns = new_namespace()
                     used.append(ns)
                     seconds = args.e2e_seconds or (10.0 if quick else 30.0)

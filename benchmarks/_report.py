@@ -63,7 +63,8 @@ def markdown(info: dict[str, str], results: list[BackendResult], args: str, char
     lines += [
         "Sequential: one claim of one job per call, taking turns with the raw primitive call by call; a lease "
         "backend's run is finished (untimed) before the next claim. 16-way: 16 instances (backend objects) "
-        "against 16 raw clients in one process, each on its own jobs. Ratio = anarchon / raw (time per "
+        "against 16 raw clients in one process, each on its own jobs (lease backends: overlap allowed, 100 ms lease, "
+        "so each claim also marks the previous expired run abandoned). Ratio = anarchon / raw (time per "
         "operation); target on a 2-core machine in brackets.",
         "",
     ]

@@ -74,6 +74,9 @@ class Target(abc.ABC):
     async def teardown(self) -> None:  # noqa: B027
         """Undo :meth:`setup`."""
 
+    async def fresh(self) -> None:  # noqa: B027
+        """Before a heavy phase: a server in its first state where the target owns one."""
+
     @abc.abstractmethod
     async def unreachable(self) -> str | None:
         """Why the server cannot be used (the report says so), or ``None``."""

@@ -120,6 +120,12 @@ class RabbitMQTarget(Target):
             "many history streams), open-file limit raised to the hard limit; default `slot_ttl_ms` (300 s)"
         ]
 
+    async def fresh(self) -> None:
+        """A new private node: 10,000 streams (two files each) use most of the open-file limit by themselves."""
+        if self._node is not None:
+            await self.teardown()
+            await self.setup()
+
     async def teardown(self) -> None:
         if self._node is not None:
             await asyncio.to_thread(self._node.stop)
