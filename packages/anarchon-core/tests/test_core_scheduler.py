@@ -429,3 +429,31 @@ def test_blocking_run_stops_on_sigterm(tmp_path: Any) -> None:
     os.kill(proc.pid, signal.SIGTERM)
     out, _ = proc.communicate(timeout=20)
     assert "stopped" in out and proc.returncode == 0
+
+
+async def test_a_grant_answered_after_its_lease_is_handed_over_not_run() -> None:
+    class LockedStore(MemoryBackend):
+        """Decides late, so the lease starts late: as a SQLite file whose write lock was held."""
+
+        async def claim(self, claims: Sequence[Any]) -> list[Any]:
+            await asyncio.sleep(2.5)
+            return await super().claim(claims)
+
+    store = MemoryStore()
+    ran: list[RunContext] = []
+    late = Scheduler(LockedStore(store), instance_id="late")
+    backup = Scheduler(MemoryBackend(store), instance_id="backup")
+    for s in (late, backup):
+        s.add("job", "@yearly", lambda ctx: ran.append(ctx), lease_ms=2000)
+    await backup.start()
+    asked = time.monotonic()
+    with pytest.raises(Exception, match="lost the lease"):
+        await late.run_now("job")
+    await wait_until(lambda: bool(ran), timeout=5)
+    took = time.monotonic() - asked
+    await backup.stop()
+    assert [(c.instance, c.attempt) for c in ran] == [("backup", 2)], "the late grant ran, or ran beside the backup"
+    # Granted at 2.5 s with a fresh 2 s lease: waiting it out would take 4.5 s.
+    assert took < 4.0, f"the backup waited {took:.1f} s for the lease instead of getting the hand-over"
+    (record,) = store.history("job", 10)
+    assert (record.instance, record.attempt, record.status) == ("backup", 2, RunStatus.SUCCEEDED)

@@ -487,16 +487,22 @@ class Scheduler:
         ``sent`` is when (monotonic) the claim or take-over that granted it was
         sent: the backend started the lease no earlier, so an answer that took
         longer than the lease may come after another instance took the run over.
-        Such a grant is not run at all.
+        Such a grant is not run here but handed over, so that if the backend
+        started the lease late (a store that was locked), a backup takes the
+        run over at once instead of the slot waiting out a lease nobody uses.
         """
         lease = self.backend.capabilities.lease
         if lease and time.monotonic() >= sent + grant.lease_ms / 1000:
             log.warning(
-                "job %s, slot %s: the grant arrived after its lease ran out; not running it",
+                "job %s, slot %s: the grant arrived after its lease could have run out; handing it over",
                 job.name,
                 ms_to_datetime(grant.slot_ms),
             )
             self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=grant.slot_ms, reason="stale")
+            try:
+                await self.backend.hand_over(grant)
+            except Exception as exc:
+                self._backend_failed("hand_over", exc)
             return None
         ctx = RunContext(
             job=job,
