@@ -10,6 +10,7 @@ imports a client library it does not need.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from .backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
@@ -37,7 +38,10 @@ if TYPE_CHECKING:
     from anarchon_redis import RedisBackend
     from anarchon_sqlite import SQLiteBackend
 
-__version__ = "0.1.0"
+try:
+    __version__ = importlib.metadata.version("anarchon-core")
+except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0.0.0+unknown"
 
 __all__ = [
     "AnarchonError",
