@@ -73,7 +73,6 @@ class _Active:
     #: Monotonic time (s) of the next renewal (lease backends).
     renew_at: float = 0.0
     task: asyncio.Task[Run | None] | None = None
-    handed_over: bool = False
     cancelled_by_stop: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -680,7 +679,6 @@ class Scheduler:
     async def _hand_over(self, active: _Active) -> None:
         try:
             await self.backend.hand_over(active.grant)
-            active.handed_over = True
             log.info("job %s, slot %s: handed over on stop", active.job.name, active.context.slot)
         except Exception as exc:
             self._backend_failed("hand_over", exc)
