@@ -51,10 +51,22 @@ TAKE_OVER_POLL_MS = 1000
 #: Back-off after a failed backend call, doubling up to the maximum.
 BACKOFF_MIN_MS, BACKOFF_MAX_MS = 200, 30_000
 SKEW_CHECK_EVERY_MS = 60_000
+#: Share of a lease this instance gives up early, so it stops before a backup starts.
+LEASE_SAFETY = 0.1
 
 
 def _default_instance_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+def _held_until(sent: float, lease_ms: int) -> float:
+    """When (monotonic) this instance must presume a lease granted or renewed at ``sent`` lost.
+
+    The backend starts the lease when it receives the call, no earlier than
+    ``sent``; giving up a tenth of the lease before that bound leaves room for
+    a busy event loop to cancel the job before any backup can take it over.
+    """
+    return sent + lease_ms * (1 - LEASE_SAFETY) / 1000
 
 
 def _error_text(exc: BaseException) -> str:
@@ -491,7 +503,7 @@ class Scheduler:
         run over at once instead of the slot waiting out a lease nobody uses.
         """
         lease = self.backend.capabilities.lease
-        if lease and time.monotonic() >= sent + grant.lease_ms / 1000:
+        if lease and time.monotonic() >= _held_until(sent, grant.lease_ms):
             log.warning(
                 "job %s, slot %s: the grant arrived after its lease could have run out; handing it over",
                 job.name,
@@ -515,7 +527,7 @@ class Scheduler:
         )
         key = (job.name, grant.slot_ms, grant.manual)
         granted = sent
-        active = _Active(job, grant, ctx, lease_deadline=granted + grant.lease_ms / 1000)
+        active = _Active(job, grant, ctx, lease_deadline=_held_until(granted, grant.lease_ms))
         self._active[key] = active
         if lease:
             self._watch_lease(key, active, granted + grant.lease_ms / 3000)
@@ -642,7 +654,7 @@ class Scheduler:
             if not ok:
                 self._lose_lease(active, "another instance took the run over")
                 continue
-            active.lease_deadline = sent + active.grant.lease_ms / 1000
+            active.lease_deadline = _held_until(sent, active.grant.lease_ms)
             self._watch_lease(key, active, now + active.grant.lease_ms / 3000)
 
     def _lose_lease(self, active: _Active, why: str) -> None:
@@ -691,28 +703,32 @@ class Scheduler:
             leases = [j.options.lease_ms for j in jobs] or [TAKE_OVER_POLL_MS * 3]
             period = min(TAKE_OVER_POLL_MS, min(leases) / 3) / 1000
             await asyncio.sleep(period * random.uniform(0.75, 1.25))
-            if not jobs or self._stopping:
+            if jobs and not self._stopping:
+                await self._take_over(jobs)
+
+    async def _take_over(self, jobs: list[Job]) -> bool:
+        """One take-over pass: run every expired run the backend grants this instance."""
+        sent = time.monotonic()
+        try:
+            results = await self.backend.take_over(jobs, self.instance_id)
+        except Exception as exc:
+            self._backend_failed("take_over", exc)
+            return False
+        self._backend_ok()
+        for result in results:
+            if result.grant is None or self._stopping:
                 continue
-            sent = time.monotonic()
-            try:
-                results = await self.backend.take_over(jobs, self.instance_id)
-            except Exception as exc:
-                self._backend_failed("take_over", exc)
+            job = self._jobs.get(result.grant.job)
+            if job is None:
                 continue
-            self._backend_ok()
-            for result in results:
-                if result.grant is None or self._stopping:
-                    continue
-                job = self._jobs.get(result.grant.job)
-                if job is None:
-                    continue
-                log.info(
-                    "job %s, slot %s: taken over (attempt %d)",
-                    job.name,
-                    ms_to_datetime(result.grant.slot_ms),
-                    result.grant.attempt,
-                )
-                self._spawn(self._execute(job, result.grant, sent))
+            log.info(
+                "job %s, slot %s: taken over (attempt %d)",
+                job.name,
+                ms_to_datetime(result.grant.slot_ms),
+                result.grant.attempt,
+            )
+            self._spawn(self._execute(job, result.grant, sent))
+        return True
 
     async def _catch_up(self) -> None:
         """Run, once, the newest slot missed while no instance could claim it."""
@@ -776,10 +792,13 @@ class Scheduler:
             self._degraded = False
 
     async def _recover(self) -> None:
-        """Probe a lease backend with back-off; once it answers, catch up, then claim again.
+        """Probe a lease backend with back-off; once it answers, take over, catch up, claim again.
 
         Claims pause meanwhile, so the first answer after an outage is the
-        catch-up's, not a new slot's that would move the mark past the missed ones.
+        catch-up's, not a new slot's that would move the mark past the missed
+        ones. Runs that died during the outage are taken over first: a
+        catch-up claim would otherwise abandon them as superseded, and the
+        slots skipped for them would have run nothing.
         """
         delay = BACKOFF_MIN_MS
         while not self._stopping:
@@ -792,6 +811,9 @@ class Scheduler:
                 delay = min(delay * 2, BACKOFF_MAX_MS)
                 continue
             log.info("backend %r answers again; catching up", self.backend)
+            if not await self._take_over(jobs):
+                delay = min(delay * 2, BACKOFF_MAX_MS)
+                continue
             self._claim_missed([j for j in jobs if j.options.catch_up_ms > 0], marks)
             self._degraded = False
             return
