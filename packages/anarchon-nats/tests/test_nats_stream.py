@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import uuid
 
+import nats.js.errors
 import pytest
 from nats.js.api import StorageType, StreamConfig
 from nats_helpers import make_job, now_ms, token
@@ -159,3 +162,17 @@ async def test_a_claim_for_a_job_never_prepared_still_raises_the_limit(backends,
     (r,) = await b.claim([Claim(make_job("big", history_size=50), 1, "a", token(), now_ms())])
     assert r.won
     assert (await client.jetstream().stream_info(names.stream)).config.max_msgs_per_subject == 50
+
+
+async def test_instances_racing_to_create_a_new_stream_all_start(nats_url, client) -> None:
+    # Two creates racing can be answered "subjects overlap" (not "name in use") by NATS 2.9: seen under Pants.
+    js = client.jetstream()
+    for _ in range(25):
+        tag = uuid.uuid4().hex[:10]
+        backends = [NatsBackend(nats_url, stream=f"R_{tag}", prefix=f"r{tag}.cron.") for _ in range(8)]
+        try:
+            await asyncio.gather(*(b.start() for b in backends))
+        finally:
+            await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await js.delete_stream(f"R_{tag}")

@@ -89,9 +89,14 @@ async def ensure_stream(js: JetStreamContext, needs: StreamNeeds) -> StreamConfi
             log.info("created JetStream stream %s for %s", needs.name, needs.subject)
             return created.config
         except BadRequestError as exc:
-            if exc.err_code != _NAME_IN_USE:
+            # Another instance may have created it first: NATS answers "name in use", or, when the
+            # two creates race, "subjects overlap" (with the stream of this very name).
+            try:
+                info = await js.stream_info(needs.name)
+            except NotFoundError:
                 raise _conflict(needs, exc, "create") from exc
-            info = await js.stream_info(needs.name)  # another instance created it first
+            if exc.err_code != _NAME_IN_USE:
+                log.info("stream %s was created by another instance meanwhile (%s)", needs.name, exc.description)
     config = _updated(info.config, needs)
     if config is None:
         return info.config
