@@ -15,7 +15,7 @@ import pytest
 
 from anarchon.backend import Claim, ClaimResult, Grant
 from anarchon.memory import MemoryBackend, MemoryStore
-from anarchon.run import Run, RunStatus, ms_to_datetime
+from anarchon.run import Run, RunStatus
 
 pytestmark = pytest.mark.postgres
 
@@ -52,21 +52,8 @@ def _run_view(r: Run) -> Run:
 
 
 def _finished(g: Grant, status: RunStatus) -> Run:
-    return Run(
-        job=g.job,
-        slot_ms=g.slot_ms,
-        status=status,
-        instance=g.instance,
-        attempt=g.attempt,
-        fencing=g.fencing,
-        manual=g.manual,
-        catch_up=g.catch_up,
-        started_at=ms_to_datetime(NOW),
-        finished_at=ms_to_datetime(NOW + 10),
-        duration_ms=10,
-        error="RuntimeError: boom" if status is RunStatus.FAILED else None,
-        missed=g.missed,
-    )
+    error = "RuntimeError: boom" if status is RunStatus.FAILED else None
+    return g.finished(status, started_ms=NOW, finished_ms=NOW + 10, error=error)
 
 
 @pytest.mark.parametrize("seed", range(16))

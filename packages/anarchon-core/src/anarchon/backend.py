@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .options import JobOptions, resolve_options
-from .run import Run
+from .run import Run, RunStatus, ms_to_datetime
 
 if TYPE_CHECKING:
     from .job import Job
@@ -149,6 +149,24 @@ class Grant:
     started_at_ms: int = 0
     #: The job's ``lease_ms`` when granted; renewals extend by it.
     lease_ms: int = 0
+
+    def finished(self, status: RunStatus, *, started_ms: int, finished_ms: int, error: str | None = None) -> Run:
+        """The history record of this grant's run, as :meth:`Backend.finish` receives it."""
+        return Run(
+            job=self.job,
+            slot_ms=self.slot_ms,
+            status=status,
+            instance=self.instance,
+            attempt=self.attempt,
+            fencing=self.fencing,
+            manual=self.manual,
+            catch_up=self.catch_up,
+            started_at=ms_to_datetime(started_ms),
+            finished_at=ms_to_datetime(finished_ms),
+            duration_ms=max(0, finished_ms - started_ms),
+            error=error,
+            missed=self.missed,
+        )
 
 
 @dataclass(frozen=True)

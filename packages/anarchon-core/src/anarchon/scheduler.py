@@ -558,21 +558,7 @@ class Scheduler:
                 )
                 return None
             finished_ms = self.clock.now_ms()
-            run = Run(
-                job=job.name,
-                slot_ms=grant.slot_ms,
-                status=status,
-                instance=self.instance_id,
-                attempt=grant.attempt,
-                fencing=grant.fencing,
-                manual=grant.manual,
-                catch_up=grant.catch_up,
-                started_at=ms_to_datetime(grant.started_at_ms or started_ms),
-                finished_at=ms_to_datetime(finished_ms),
-                duration_ms=max(0, finished_ms - started_ms),
-                error=error,
-                missed=grant.missed,
-            )
+            run = grant.finished(status, started_ms=started_ms, finished_ms=finished_ms, error=error)
             if not await self._finish(active, run):
                 return None
             self._plugins.notify("anarchon_run_finished", scheduler=self, job=job, run=run)

@@ -9,7 +9,7 @@ from typing import Any
 from anarchon.backend import Backend, Grant
 from anarchon.job import Job, JobFunc
 from anarchon.options import check_job_name
-from anarchon.run import Run, RunStatus, ms_to_datetime
+from anarchon.run import Run, RunStatus
 
 __all__ = ["EVERY_SECOND", "finished_run", "make_job", "now_ms", "unique_name"]
 
@@ -58,18 +58,4 @@ def finished_run(
     """The record a scheduler hands to :meth:`~anarchon.backend.Backend.finish` for a grant."""
     started = grant.started_at_ms or now_ms()
     finished = max(started, finished_ms if finished_ms is not None else now_ms())
-    return Run(
-        job=grant.job,
-        slot_ms=grant.slot_ms,
-        status=status,
-        instance=grant.instance,
-        attempt=grant.attempt,
-        fencing=grant.fencing,
-        manual=grant.manual,
-        catch_up=grant.catch_up,
-        started_at=ms_to_datetime(started),
-        finished_at=ms_to_datetime(finished),
-        duration_ms=finished - started,
-        error=error,
-        missed=grant.missed,
-    )
+    return grant.finished(status, started_ms=started, finished_ms=finished, error=error)
