@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PACKAGES := anarchon-core conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo test lint chaos bench clean
+.PHONY: dev demo test lint chaos chaos-short bench clean
 
 dev: $(STAMP)
 
@@ -23,6 +23,9 @@ test: dev
 
 chaos: dev
 	$(BIN)/python -m chaos
+
+chaos-short: dev
+	$(BIN)/python -m pytest tests/chaos -m slow
 
 bench: dev
 	$(BIN)/python -m benchmarks
