@@ -129,6 +129,19 @@ class Claim:
     catch_up: bool = False
     missed: int = 0
 
+    def running(self) -> Run:
+        """The history record written when this claim is granted (or, with ``status`` replaced, skipped)."""
+        return Run(
+            job=self.job.name,
+            slot_ms=self.slot_ms,
+            status=RunStatus.RUNNING,
+            instance=self.instance,
+            manual=self.manual,
+            catch_up=self.catch_up,
+            missed=self.missed,
+            started_at=ms_to_datetime(self.now_ms),
+        )
+
 
 @dataclass(frozen=True)
 class Grant:

@@ -120,16 +120,7 @@ class MemoryStore:
                         rec.run = rec.run.replace(status=RunStatus.ABANDONED)
                         book.settle((slot, manual), rec)
                 book.mark = c.slot_ms
-            base = Run(
-                job=c.job.name,
-                slot_ms=c.slot_ms,
-                status=RunStatus.RUNNING,
-                instance=c.instance,
-                manual=c.manual,
-                catch_up=c.catch_up,
-                missed=c.missed,
-                started_at=ms_to_datetime(c.now_ms),
-            )
+            base = c.running()
             if opts.overlap == "skip" and any(book.runs[k].expires_ms > now for k in book.running):
                 skipped = base.replace(status=RunStatus.SKIPPED, finished_at=base.started_at, duration_ms=0)
                 book.put(key, _Record(skipped, c.token, opts.lease_ms, now))

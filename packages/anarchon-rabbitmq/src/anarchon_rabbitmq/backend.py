@@ -23,7 +23,7 @@ from pamqp import commands as spec
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
 from anarchon.errors import BackendUnavailableError, InvalidJobError
 from anarchon.options import JobOptions, check_job_name
-from anarchon.run import Run, RunStatus, ms_to_datetime
+from anarchon.run import Run
 from anarchon.urls import redact_url
 
 from ._channels import ChannelPool
@@ -206,18 +206,8 @@ class RabbitMQBackend(Backend):
         opts = c.job.options
         until = max(c.slot_ms, c.now_ms) + opts.jitter_ms + opts.max_late_ms + _REMEMBER_SLACK_MS
         self._won[c.token] = _Won(grant, until)
-        run = Run(
-            job=c.job.name,
-            slot_ms=c.slot_ms,
-            status=RunStatus.RUNNING,
-            instance=c.instance,
-            manual=c.manual,
-            catch_up=c.catch_up,
-            missed=c.missed,
-            started_at=ms_to_datetime(c.now_ms),
-        )
         try:
-            await self._append(c.job.name, c.token, run)
+            await self._append(c.job.name, c.token, c.running())
         except Exception as exc:
             # The gate decided; history is a record of it, not a second referee.
             log.warning(
