@@ -177,10 +177,10 @@ class NatsBackend(Backend):
         self._per_subject = config.max_msgs_per_subject or 0
 
     async def _connect(self) -> Client:
-        last_error: list[BaseException] = []
+        errors: list[BaseException] = []
 
         async def on_error(exc: Exception) -> None:
-            last_error[:] = [exc]
+            errors.append(exc)
             log.warning("NATS connection to %s: %s: %s", self._where(), type(exc).__name__, exc)
 
         async def on_disconnected() -> None:
@@ -208,7 +208,9 @@ class NatsBackend(Backend):
             )
         except (asyncio.TimeoutError, OSError, nats.errors.Error) as exc:
             await self._drop(nc)
-            cause = last_error[0] if last_error else exc
+            # A refused password is what the user must fix, even if later retries only saw resets.
+            auth = [e for e in errors if isinstance(e, nats.errors.AuthorizationError)]
+            cause = auth[0] if auth else (errors[-1] if errors else exc)
             raise BackendUnavailableError(
                 f"could not connect to NATS at {self._where()} within {CONNECT_TIMEOUT_S:g} s "
                 f"({type(cause).__name__}: {cause}); check that the server runs and the URL, "
