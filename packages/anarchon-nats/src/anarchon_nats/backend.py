@@ -67,6 +67,12 @@ def _positive_int(name: str, value: object, example: int) -> int:
     return value
 
 
+def _is_refusal(exc: BaseException) -> bool:
+    """Whether the server refused the credentials; nats-py reports that as a typed error or
+    as a plain ``Error`` whose text is the server's ``-ERR 'Authorization Violation'``."""
+    return isinstance(exc, nats.errors.AuthorizationError) or "authorization violation" in str(exc).lower()
+
+
 class NatsBackend(Backend):
     """A claim backend on NATS JetStream (``nats://``, ``tls://``).
 
@@ -209,7 +215,7 @@ class NatsBackend(Backend):
         except (asyncio.TimeoutError, OSError, nats.errors.Error) as exc:
             await self._drop(nc)
             # A refused password is what the user must fix, even if later retries only saw resets.
-            auth = [e for e in errors if isinstance(e, nats.errors.AuthorizationError)]
+            auth = [e for e in errors if _is_refusal(e)]
             cause = auth[0] if auth else (errors[-1] if errors else exc)
             raise BackendUnavailableError(
                 f"could not connect to NATS at {self._where()} within {CONNECT_TIMEOUT_S:g} s "
