@@ -113,6 +113,8 @@ class Scheduler:
         self._jobs: dict[str, Job] = {}
         self._explicit: dict[str, dict[str, Any]] = {}
         self._generation: dict[str, int] = {}
+        #: Per job, the newest slot a catch-up claimed; the timer must not claim it (or older) again.
+        self._caught_up: dict[str, int] = {}
         self._heap: list[tuple[int, int, str, int, int]] = []
         self._seq = 0
         self._active: dict[tuple[str, int, bool], _Active] = {}
@@ -424,6 +426,8 @@ class Scheduler:
                 if job is None or self._generation[name] != generation:
                     continue
                 self._schedule_next(job, slot)
+                if slot <= self._caught_up.get(name, -1):
+                    continue  # a catch-up claimed it, with the slots it missed
                 if now > slot + job.options.max_late_ms:
                     log.warning("job %s: slot %s reached %d ms late; skipped", name, ms_to_datetime(slot), now - slot)
                     self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot, reason="late")
@@ -526,6 +530,12 @@ class Scheduler:
             missed=grant.missed,
         )
         key = (job.name, grant.slot_ms, grant.manual)
+        previous = self._active.get(key)
+        if previous is not None:
+            # The backend granted this run again, so this instance's earlier attempt lost it there.
+            self._lose_lease(previous, "the backend granted the run again (take-over)")
+            if previous.task is not None:
+                await asyncio.wait({previous.task})
         granted = sent
         active = _Active(job, grant, ctx, lease_deadline=_held_until(granted, grant.lease_ms))
         self._active[key] = active
@@ -564,7 +574,8 @@ class Scheduler:
             self._plugins.notify("anarchon_run_finished", scheduler=self, job=job, run=run)
             return run
         finally:
-            self._active.pop(key, None)
+            if self._active.get(key) is active:  # a later attempt of this run may hold the key by now
+                del self._active[key]
             active.done.set()
 
     async def _call(self, job: Job, ctx: RunContext) -> None:
@@ -738,6 +749,7 @@ class Scheduler:
             missed, newest = job.schedule.count_between(mark, now)
             if newest is not None and now - newest <= job.options.catch_up_ms:
                 claims.append(self._claim(job, newest, catch_up=True, missed=missed))
+                self._caught_up[job.name] = newest
         if claims:
             self._spawn(self._claim_and_run(claims))
 
