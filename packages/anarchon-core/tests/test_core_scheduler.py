@@ -35,11 +35,12 @@ class FaultyBackend(MemoryBackend):
     def __init__(self, store: MemoryStore) -> None:
         super().__init__(store)
         self.cut = False
+        self.failing: set[str] = set()
         self.calls: Counter[str] = Counter()
 
     def _check(self, operation: str) -> None:
         self.calls[operation] += 1
-        if self.cut:
+        if self.cut or operation in self.failing:
             raise ConnectionError(f"{operation}: connection refused (test partition)")
 
     async def claim(self, claims: Sequence[Any]) -> list[Any]:
@@ -117,6 +118,16 @@ async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.02)
+
+
+async def cut_between_runs(backend: FaultyBackend, store: MemoryStore) -> None:
+    """Cut the backend once a run is recorded finished, before the next claim.
+
+    A run cut off before its finish() keeps its lease, and by the lease rules the
+    catch-up after the outage is then skipped for overlap with it.
+    """
+    await wait_until(lambda: bool(store.history("job", 1)) and store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
+    backend.cut = True
 
 
 async def test_every_slot_runs_exactly_once_across_instances() -> None:
@@ -348,8 +359,7 @@ async def test_backend_outage_never_raises_and_catches_up_after() -> None:
     # max_late_ms is short so that claims retried during the outage give up (unknown) and must be caught up
     s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=0, max_late_ms=800)
     await s.start()
-    await wait_until(lambda: len(ran) >= 1)
-    backend.cut = True
+    await cut_between_runs(backend, store)
     await wait_until(lambda: recorder.events.count(("lost", "unknown")) >= 2, timeout=10)
     cut_runs = len(ran)
     backend.cut = False
@@ -457,3 +467,88 @@ async def test_a_grant_answered_after_its_lease_is_handed_over_not_run() -> None
     assert took < 4.0, f"the backup waited {took:.1f} s for the lease instead of getting the hand-over"
     (record,) = store.history("job", 10)
     assert (record.instance, record.attempt, record.status) == ("backup", 2, RunStatus.SUCCEEDED)
+
+
+async def test_a_run_taken_over_by_its_own_instance_keeps_its_lease_after_the_stale_attempt_ends() -> None:
+    """Attempt 1's answer to finish() is stuck while its lease runs out; the same instance takes the
+    run over. When attempt 1 finally gives up, attempt 2 must still be renewed, or the instance
+    takes the run over once more while attempt 2 still runs."""
+
+    class StuckFinish(FaultyBackend):
+        def __init__(self, store: MemoryStore) -> None:
+            super().__init__(store)
+            self.stuck = asyncio.Event()
+            self.release = asyncio.Event()
+
+        async def finish(self, grant: Grant, run: Run) -> bool:
+            if grant.attempt == 1:
+                self.stuck.set()
+                await self.release.wait()
+            return await super().finish(grant, run)
+
+    store = MemoryStore()
+    backend = StuckFinish(store)
+    running: list[int] = []
+    overlapped: list[tuple[int, list[int]]] = []
+    second = asyncio.Event()
+
+    async def job(ctx: RunContext) -> None:
+        if running:
+            overlapped.append((ctx.attempt, list(running)))
+        running.append(ctx.attempt)
+        try:
+            if ctx.attempt == 1:
+                backend.failing = {"renew"}  # attempt 1's lease can no longer be renewed
+                return
+            backend.failing = set()
+            second.set()
+            await asyncio.sleep(1.5)  # five leases: attempt 2 lives on renewals alone
+        finally:
+            running.remove(ctx.attempt)
+
+    a = Scheduler(backend, instance_id="a")
+    a.add("job", "@yearly", job, lease_ms=300)
+    await a.start()
+    first = asyncio.ensure_future(a.run_now("job"))
+    await asyncio.wait_for(second.wait(), 5)  # a took its own run over
+    backend.release.set()  # attempt 1's finish() answers now: stale
+    with pytest.raises(Exception, match="lost the lease"):
+        await first
+    await wait_until(lambda: store.history("job", 1)[0].status is not RunStatus.RUNNING, timeout=5)
+    await a.stop()
+    assert overlapped == [], f"attempts ran at the same time: {overlapped}"
+    (record,) = store.history("job", 10)
+    assert (record.attempt, record.status) == (2, RunStatus.SUCCEEDED)
+
+
+async def test_a_slot_caught_up_after_an_outage_is_not_claimed_again_by_the_timer() -> None:
+    """The timer holds each slot until its jitter passes; a recovery in that window catches the slot
+    up with the count it missed. Claimed again as a plain slot, it would race the catch-up, and if it
+    won, the missed slots it was to cover would count as lost."""
+
+    class Recording(FaultyBackend):
+        def __init__(self, store: MemoryStore) -> None:
+            super().__init__(store)
+            self.claimed: list[tuple[int, bool]] = []
+
+        async def claim(self, claims: Sequence[Any]) -> list[Any]:
+            self._check("claim")
+            self.claimed += [(c.slot_ms, c.catch_up) for c in claims]
+            return await MemoryBackend.claim(self, claims)
+
+    store = MemoryStore()
+    backend = Recording(store)
+    recorder = Recorder()
+    ran: list[RunContext] = []
+    s = Scheduler(backend, plugins=[recorder])
+    s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=950, max_late_ms=5000)
+    await s.start()
+    await cut_between_runs(backend, store)
+    await wait_until(lambda: recorder.events.count(("lost", "unknown")) >= 2, timeout=10)
+    backend.cut = False
+    await wait_until(lambda: any(c.catch_up for c in ran), timeout=10)
+    caught_up = next(c.slot_ms for c in ran if c.catch_up)
+    await wait_until(lambda: any(c.slot_ms > caught_up + 1000 for c in ran), timeout=10)
+    await s.stop()
+    again = [slot for slot, catch_up in backend.claimed if slot == caught_up and not catch_up]
+    assert again == [], f"slot {caught_up} was caught up and then claimed again as a plain slot"
