@@ -211,6 +211,22 @@ class _Health:
         return any(self.up_throughout(t, t + step) for t in range(start, end, step))
 
 
+def _handed_over(
+    run: dict[str, Any],
+    key: tuple[str, int],
+    ends: dict[tuple[str, int], dict[str, Any]],
+    cancelled: dict[tuple[str, int], dict[tuple[str, int], dict[str, Any]]],
+    timeline: Timeline,
+) -> bool:
+    """Whether a run was cancelled by its instance's graceful stop (and so released, not lost)."""
+    rk = (run["instance"], run["attempt"])
+    if rk in ends:
+        return False
+    stopped, why = timeline.ends.get(run["instance"], (0, ""))
+    cancel = cancelled.get(key, {}).get(rk)
+    return why == "term" and cancel is not None and cancel["t"] >= stopped
+
+
 def _last_sign(run: dict[str, Any], stops: dict[tuple[str, int], dict[str, Any]], timeline: Timeline) -> int:
     """When an unfinished run was last known alive."""
     key = (run["instance"], run["attempt"])
@@ -244,6 +260,7 @@ def judge(
     jitter = int(options.get("jitter_ms", 0))
     lease_ms = int(options.get("lease_ms", 0))
     max_late = int(options.get("max_late_ms", 60_000))
+    max_attempts = int(options.get("max_attempts", 3))
     health = _Health(ledger, timeline)
 
     starts: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -320,8 +337,7 @@ def judge(
                     )
                     continue
                 sign = _last_sign(earlier, stops, timeline)
-                why = timeline.ends.get(earlier["instance"], (0, ""))[1]
-                if why == "term" and ek in cancelled.get(key, {}):
+                if _handed_over(earlier, key, ends, cancelled, timeline):
                     v.hand_over_ms.append(int(later["t"] - sign))
                 else:
                     v.take_over_ms.append(int(later["t"] - sign))
@@ -357,7 +373,14 @@ def judge(
                     continue
                 if any("abandoned" in s for s in statuses):
                     v.abandoned += 1
-                    outcome[key] = "abandoned"
+                    # Its last try died at max_attempts: the retries the user allowed are used up.
+                    used_up = last["attempt"] >= max_attempts and not _handed_over(last, key, ends, cancelled, timeline)
+                    outcome[key] = "used up" if used_up else "abandoned"
+                    if used_up:
+                        v.warnings.append(
+                            f"{label}: abandoned after attempt {last['attempt']} died (max_attempts={max_attempts}, "
+                            "SPEC §1); the slots it overlapped were skipped by the rules"
+                        )
                     continue
                 sign = _last_sign(last, stops, timeline)
                 if health.up_at_some_point(sign + lease_ms, sign + lease_ms + 2 * max(lease_ms, 1000)):

@@ -1,0 +1,102 @@
+"""The judge on hand-written ledgers: what breaks the promise and what the rules allow."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from chaos.judge import Timeline, Verdict, judge
+
+S = 1_800_000_000_000
+PERIOD = 6000
+SLOTS = [S + n * PERIOD for n in range(4)]
+
+
+def _ready(*instances: str) -> list[dict[str, Any]]:
+    return [{"e": "ready", "instance": i, "t": S - 1000} for i in instances]
+
+
+def _run(e: str, instance: str, t: int, slot: int, attempt: int = 1) -> dict[str, Any]:
+    rec = {"e": e, "instance": instance, "t": t, "job": "job-slow", "slot": slot, "attempt": attempt}
+    if e == "start":
+        rec.update(catch_up=False, missed=0, manual=False)
+    return rec
+
+
+def _skip(instance: str, t: int, slot: int) -> dict[str, Any]:
+    return {"e": "skip", "instance": instance, "t": t, "job": "job-slow", "slot": slot, "reason": "overlap"}
+
+
+def _ran_later_slots() -> list[dict[str, Any]]:
+    return [
+        r for slot in SLOTS[2:] for r in (_run("start", "i1-s0", slot, slot), _run("end", "i1-s0", slot + 50, slot))
+    ]
+
+
+def _judge(ledger: list[dict[str, Any]], timeline: Timeline, statuses: dict[int, str]) -> Verdict:
+    timeline.stopped_ms = S + 30_000
+    history = {"job-slow": [SimpleNamespace(slot_ms=slot, status=st, manual=False) for slot, st in statuses.items()]}
+    return judge(
+        backend="memory",
+        lease=True,
+        ledger=ledger,
+        expected={"job-slow": SLOTS},
+        history=history,
+        timeline=timeline,
+        options={"lease_ms": 8000, "jitter_ms": 0, "max_attempts": 3},
+        slow_job="job-slow",
+        persistent=True,
+        instances=3,
+        jobs=1,
+    )
+
+
+def test_a_dead_run_that_made_the_next_slot_skip_and_was_then_abandoned_breaks_the_promise() -> None:
+    timeline = Timeline()
+    timeline.instance_ended("i2-s1", S + 1000, "kill9")
+    ledger = [
+        *_ready("i1-s0", "i2-s1"),
+        _run("start", "i2-s1", S + 100, SLOTS[0]),
+        _skip("i1-s0", SLOTS[1] + 10, SLOTS[1]),
+        *_ran_later_slots(),
+    ]
+    v = _judge(ledger, timeline, {SLOTS[0]: "abandoned", SLOTS[1]: "skipped"})
+    assert v.abandoned_chains == 1
+    assert any("neither ran" in line for line in v.broken)
+
+
+def test_a_slot_whose_last_try_died_at_max_attempts_may_be_abandoned() -> None:
+    timeline = Timeline()
+    timeline.instance_ended("i2-s1", S + 3000, "term")
+    timeline.instance_ended("i3-s2", S + 8000, "kill9")
+    ledger = [
+        *_ready("i1-s0", "i2-s1", "i3-s2"),
+        _run("start", "i1-s0", S + 100, SLOTS[0], 1),
+        _run("cancel", "i1-s0", S + 2000, SLOTS[0], 1),  # lease lost; i1 lives on
+        _run("start", "i2-s1", S + 2500, SLOTS[0], 2),
+        _run("cancel", "i2-s1", S + 3010, SLOTS[0], 2),  # cancelled by its SIGTERM: handed over
+        _run("start", "i3-s2", S + 3400, SLOTS[0], 3),
+        _skip("i1-s0", SLOTS[1] + 10, SLOTS[1]),
+        *_ran_later_slots(),
+    ]
+    v = _judge(ledger, timeline, {SLOTS[0]: "abandoned", SLOTS[1]: "skipped"})
+    assert v.broken == []
+    assert v.abandoned == 1 and v.abandoned_chains == 0
+    assert any("attempt 3 died" in line for line in v.warnings)
+    assert len(v.hand_over_ms) == 1 and len(v.take_over_ms) == 1
+
+
+def test_a_lease_lost_before_the_instance_was_stopped_is_a_take_over_not_a_hand_over() -> None:
+    timeline = Timeline()
+    timeline.instance_ended("i1-s0", S + 9000, "term")
+    ledger = [
+        *_ready("i1-s0", "i2-s1"),
+        _run("start", "i1-s0", S + 100, SLOTS[0], 1),
+        _run("cancel", "i1-s0", S + 2000, SLOTS[0], 1),  # lease lost, long before i1's SIGTERM
+        _run("start", "i2-s1", S + 2500, SLOTS[0], 2),
+        _run("end", "i2-s1", S + 4000, SLOTS[0], 2),
+        *[r for slot in SLOTS[1:] for r in (_run("start", "i2-s1", slot, slot), _run("end", "i2-s1", slot + 50, slot))],
+    ]
+    v = _judge(ledger, timeline, {SLOTS[0]: "succeeded"})
+    assert v.broken == []
+    assert v.take_over_ms == [500] and v.hand_over_ms == []
