@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import threading
 import time
@@ -552,3 +553,27 @@ async def test_a_slot_caught_up_after_an_outage_is_not_claimed_again_by_the_time
     await s.stop()
     again = [slot for slot, catch_up in backend.claimed if slot == caught_up and not catch_up]
     assert again == [], f"slot {caught_up} was caught up and then claimed again as a plain slot"
+
+
+async def test_a_run_that_supersedes_a_dead_run_counts_the_slots_it_covers() -> None:
+    """A backend names the dead run a grant superseded; the run covers its slot and those skipped for it."""
+
+    class Superseding(MemoryBackend):
+        async def claim(self, claims: Sequence[Any]) -> list[Any]:
+            results = await super().claim(claims)
+            return [
+                dataclasses.replace(r, grant=dataclasses.replace(r.grant, supersedes=r.grant.slot_ms - 2000))
+                if r.grant is not None
+                else r
+                for r in results
+            ]
+
+    store = MemoryStore()
+    ran: list[RunContext] = []
+    s = Scheduler(Superseding(store))
+    s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=0)
+    await s.start()
+    await wait_until(lambda: bool(ran) and store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
+    await s.stop()
+    assert (ran[0].missed, ran[0].catch_up) == (3, False), "the dead run's slot, the skipped one and its own"
+    assert store.history("job", 10)[-1].missed == 3

@@ -23,6 +23,9 @@ lease
       every take-over; the new value is the grant's token.
     * Before deciding a scheduled claim, runs of *older* scheduled slots whose
       lease expired are marked ``abandoned`` (the newer slot runs the job).
+      If one of them was the newest slot won, a ``WON`` answer names it in
+      ``Grant.supersedes``: the run then covers that dead run's slot and the
+      slots skipped for it, as a catch-up covers the slots it missed.
     * With ``overlap="skip"``, a claim (scheduled or manual) while any run of
       the job holds an unexpired lease answers ``SKIPPED`` and records the
       slot once with status ``skipped`` (and moves ``mark``).
@@ -162,6 +165,8 @@ class Grant:
     started_at_ms: int = 0
     #: The job's ``lease_ms`` when granted; renewals extend by it.
     lease_ms: int = 0
+    #: The slot of the dead run this claim abandoned, when it was the newest slot won.
+    supersedes: int | None = None
 
     def finished(self, status: RunStatus, *, started_ms: int, finished_ms: int, error: str | None = None) -> Run:
         """The history record of this grant's run, as :meth:`Backend.finish` receives it."""

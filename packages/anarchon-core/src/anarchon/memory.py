@@ -111,6 +111,7 @@ class MemoryStore:
                 if existing.run.status is RunStatus.RUNNING:
                     return ClaimResult(Outcome.WON, self._grant(existing))
                 return ClaimResult(Outcome.LOST)
+            supersedes = None
             if not c.manual:
                 if book.mark is not None and c.slot_ms <= book.mark:
                     return ClaimResult(Outcome.LOST)
@@ -119,6 +120,8 @@ class MemoryStore:
                     if not manual and slot < c.slot_ms and rec.expires_ms <= now:
                         rec.run = rec.run.replace(status=RunStatus.ABANDONED)
                         book.settle((slot, manual), rec)
+                        if slot == book.won:
+                            supersedes = slot
                 book.mark = c.slot_ms
             base = c.running()
             if opts.overlap == "skip" and any(book.runs[k].expires_ms > now for k in book.running):
@@ -132,9 +135,9 @@ class MemoryStore:
             rec = _Record(base.replace(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
             book.put(key, rec)
             self._trim(book, c.job, now)
-            return ClaimResult(Outcome.WON, self._grant(rec))
+            return ClaimResult(Outcome.WON, self._grant(rec, supersedes))
 
-    def _grant(self, rec: _Record) -> Grant:
+    def _grant(self, rec: _Record, supersedes: int | None = None) -> Grant:
         run = rec.run
         started = run.started_at
         return Grant(
@@ -149,6 +152,7 @@ class MemoryStore:
             missed=run.missed,
             started_at_ms=round(started.timestamp() * 1000) if started else 0,
             lease_ms=rec.lease_ms,
+            supersedes=supersedes,
         )
 
     def _owned(self, grant: Grant) -> _Record | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import heapq
 import logging
 import os
@@ -519,6 +520,10 @@ class Scheduler:
             except Exception as exc:
                 self._backend_failed("hand_over", exc)
             return None
+        if grant.supersedes is not None and not grant.manual:
+            # Like a catch-up, this run covers the slots that ran nothing: the dead run's and those skipped for it.
+            covered, _ = job.schedule.count_between(grant.supersedes - 1, grant.slot_ms)
+            grant = dataclasses.replace(grant, missed=max(grant.missed, covered))
         ctx = RunContext(
             job=job,
             slot_ms=grant.slot_ms,

@@ -163,9 +163,42 @@ class LeaseTests(SuiteBase):
         await _won(a, job, s1)
         await a.die()
         await _expire(conformance)
-        await _won(b, job, s2)
+        grant = await _won(b, job, s2)
         assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
         assert await b.take_over(job) == [], "an older slot was taken over although a newer one runs"
+        assert grant.supersedes == s1, "the grant must name the dead run it superseded (Grant.supersedes)"
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_a_grant_names_the_dead_run_it_supersedes_past_skipped_slots(self, conformance: Conformance) -> None:
+        # The dead run made the next slot skip; the slot after it abandons the dead run. Named in
+        # the grant, the new run covers both slots that ran nothing (the scheduler counts them).
+        lease_ms = 4 * LEASE_MS
+        job = conformance.job("supersedes", lease_ms=lease_ms)
+        a, b = await conformance.instances(2)
+        s1, s2, s3 = conformance.slots(3)
+        first = await _won(a, job, s1)
+        assert first.supersedes is None
+        await a.die()
+        assert (await b.claim(job, s2)).outcome is Outcome.SKIPPED
+        await _expire(conformance, lease_ms)
+        grant = await _won(b, job, s3)
+        assert grant.supersedes == s1, f"the grant of {s3} must name the dead run of {s1}, not {grant.supersedes}"
+        assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_a_dead_run_older_than_the_newest_won_is_not_named(self, conformance: Conformance) -> None:
+        job = conformance.job("older-dead", lease_ms=LEASE_MS, overlap="allow")
+        a, b = await conformance.instances(2)
+        s1, s2, s3 = conformance.slots(3)
+        await _won(a, job, s1)
+        await a.die()
+        second = await _won(b, job, s2)  # overlap allowed: s2 runs beside the dying s1 and is the newest won
+        assert await b.finish(second)
+        await _expire(conformance)
+        grant = await _won(b, job, s3)
+        assert grant.supersedes is None, "s2 ran, so the abandoned s1 is no gap for s3 to cover"
 
     @pytest.mark.asyncio
     @requires("lease")
