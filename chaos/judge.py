@@ -19,8 +19,9 @@ take-over / hand-over
     The time is measured from the earlier run's last sign of life: its
     ``cancel`` line, its kill, or the cut of its link.
 coalesced
-    A slot nobody ran because a catch-up run covered it (``missed`` slots
-    ending at the catch-up's slot).
+    A slot nobody ran because a later run covered it (``missed`` slots ending
+    at that run's slot): a catch-up, or a run whose claim superseded a dead
+    run (``Grant.supersedes``: the dead run's slot and those skipped for it).
 abandoned
     Lease backends: a slot granted to an instance that could not run it to its
     end (killed, or its answer lost on a cut link) whose lease expired after
@@ -277,7 +278,7 @@ def judge(
         run_key = (rec["instance"], rec.get("attempt", 0))
         if rec["e"] == "start":
             starts[key].append(rec)
-            if rec.get("catch_up"):
+            if rec.get("catch_up") or rec.get("missed"):
                 v.catch_up_runs += 1
                 slots = expected.get(rec["job"], [])
                 older = [s for s in slots if s <= rec["slot"]][-max(1, int(rec.get("missed") or 1)) :]
@@ -425,7 +426,8 @@ def judge(
     for job, slots in expected.items():
         for slot, following in itertools.pairwise(slots):
             after = outcome.get((job, following))
-            if outcome.get((job, slot)) == "abandoned" and after in ("skipped", "abandoned"):
+            covered_later = (job, slot) in covered and (job, following) in covered
+            if outcome.get((job, slot)) == "abandoned" and after in ("skipped", "abandoned") and not covered_later:
                 line = (
                     f"{job} @ {slot}: its winner died or was cut off; abandoned as superseded (SPEC §1), but the "
                     f"next slot {following} was {after} too (overlap with that dying run), so neither ran"

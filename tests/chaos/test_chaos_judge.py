@@ -100,3 +100,22 @@ def test_a_lease_lost_before_the_instance_was_stopped_is_a_take_over_not_a_hand_
     v = _judge(ledger, timeline, {SLOTS[0]: "succeeded"})
     assert v.broken == []
     assert v.take_over_ms == [500] and v.hand_over_ms == []
+
+
+def test_slots_covered_by_a_run_that_superseded_the_dead_run_are_coalesced_not_lost() -> None:
+    timeline = Timeline()
+    timeline.instance_ended("i2-s1", S + 1000, "kill9")
+    later = [
+        {**_run("start", "i1-s0", SLOTS[2], SLOTS[2]), "missed": 3},
+        _run("end", "i1-s0", SLOTS[2] + 50, SLOTS[2]),
+        _run("start", "i1-s0", SLOTS[3], SLOTS[3]),
+        _run("end", "i1-s0", SLOTS[3] + 50, SLOTS[3]),
+    ]
+    ledger = [
+        *_ready("i1-s0", "i2-s1"),
+        _run("start", "i2-s1", S + 100, SLOTS[0]),
+        _skip("i1-s0", SLOTS[1] + 10, SLOTS[1]),
+        *later,
+    ]
+    v = _judge(ledger, timeline, {SLOTS[0]: "abandoned", SLOTS[1]: "skipped"})
+    assert v.broken == [] and v.abandoned_chains == 0
