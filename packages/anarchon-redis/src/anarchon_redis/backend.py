@@ -4,7 +4,9 @@ Each claim, renewal, take-over and finish is one script on one job's keys,
 which share the hash tag ``{<job>}``; lease expiry is judged on Redis ``TIME``
 inside the scripts. The claims due together go out as one pipeline of
 ``EVALSHA`` (on a cluster the client sends one pipeline per node, in
-parallel).
+parallel). Finishes, hand-overs and history reads come one call per run, often
+hundreds at once, so they are gathered into pipelines too (:mod:`._batch`):
+one connection each, where redis-py's pool would refuse the 101st.
 
 Take-over looks first at a per-prefix sorted set, *the hint*: job name to
 the earliest lease expiry of its running runs. On one server the scripts keep
@@ -37,6 +39,7 @@ from anarchon.run import Run
 from anarchon.urls import redact_url
 
 from . import _scripts as S
+from ._batch import Batcher
 from ._keys import Keyspace, check_prefix, run_id
 from ._records import final_record, grant_of, run_of, text
 
@@ -127,6 +130,7 @@ class RedisBackend(Backend):
         self._owns_client = client is None
         self._last_sweep: float | None = None
         self._sweep_cursor = 0
+        self._batch: Batcher[Call] = Batcher(self._calls_apart)
 
     @classmethod
     def from_url(cls, url: str) -> RedisBackend:
@@ -158,6 +162,7 @@ class RedisBackend(Backend):
             ) from exc
 
     async def close(self) -> None:
+        await self._batch.drain()
         if self._owns_client and self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
@@ -191,6 +196,10 @@ class RedisBackend(Backend):
             if isinstance(result, Exception):
                 raise result
         return results
+
+    async def _calls_apart(self, calls: Sequence[Call]) -> list[Any]:
+        """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out."""
+        return await self._calls(calls, strict=0)
 
     async def _pipeline(self, commands: list[tuple[str, list[str], list[Any], bool]]) -> list[Any]:
         pipe = self._redis().pipeline(transaction=False)
@@ -238,13 +247,13 @@ class RedisBackend(Backend):
     async def finish(self, grant: Grant, run: Run) -> bool:
         k = self._keys.job(grant.job)
         args = [run_id(grant.slot_ms, grant.manual), grant.token, final_record(run), grant.job]
-        return bool(await self._call(S.FINISH, [k.runs, k.live, *self._hint()], args))
+        return bool(await self._batch.call((S.FINISH, [k.runs, k.live, *self._hint()], args)))
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         if limit < 1:
             return []
         k = self._keys.job(job)
-        return [run_of(raw) for raw in await self._call(S.HISTORY, [k.runs, k.order], [limit])]
+        return [run_of(raw) for raw in await self._batch.call((S.HISTORY, [k.runs, k.order], [limit]))]
 
     async def now_ms(self) -> int:
         seconds, micros = await self._redis().time()
@@ -264,9 +273,9 @@ class RedisBackend(Backend):
     async def hand_over(self, grant: Grant) -> bool:
         k = self._keys.job(grant.job)
         args = [run_id(grant.slot_ms, grant.manual), grant.token, grant.job]
-        done = bool(await self._call(S.HAND_OVER, [k.runs, k.live, *self._hint()], args))
+        done = bool(await self._batch.call((S.HAND_OVER, [k.runs, k.live, *self._hint()], args)))
         if done and self.cluster:
-            await self._call(S.TOUCH, [self._keys.hint], [grant.job, 0])
+            await self._batch.call((S.TOUCH, [self._keys.hint], [grant.job, 0]))
         return done
 
     def _sweep_slice(self, jobs: Sequence[Job]) -> list[Job]:
