@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import struct
 import time
 import uuid
 from collections.abc import Sequence
@@ -69,6 +70,36 @@ def _split_cluster_flag(url: str) -> tuple[str, bool | None]:
         else:
             raise ValueError(f"cluster={value!r} in the Redis URL must be true or false")
     return urlunsplit(parts._replace(query=urlencode(kept))), flag
+
+
+_LOST = ClaimResult(Outcome.LOST)
+#: A claim's numbers as the claim script unpacks them (``struct.unpack('<ddddddddd', …)``).
+_NUMBERS = struct.Struct("<9d")
+
+
+def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
+    """A new grant comes back as its fencing alone, built here from the claim as the script recorded it."""
+    outcome = text(reply[0])
+    if outcome == "lost":
+        return _LOST
+    if outcome == "skipped":
+        return ClaimResult(Outcome.SKIPPED, record=run_of(reply[1]))
+    if isinstance(reply[1], int):
+        grant = Grant(
+            job=c.job.name,
+            slot_ms=int(c.slot_ms),
+            instance=c.instance,
+            token=c.token,
+            attempt=1,
+            fencing=reply[1],
+            manual=c.manual,
+            catch_up=c.catch_up,
+            missed=int(c.missed),
+            started_at_ms=int(c.now_ms),
+            lease_ms=c.job.options.lease_ms,
+        )
+        return ClaimResult(Outcome.WON, grant)
+    return ClaimResult(Outcome(outcome), grant_of(reply[1]))
 
 
 class RedisBackend(Backend):
@@ -218,9 +249,16 @@ class RedisBackend(Backend):
     def _claim_call(self, c: Claim) -> Call:
         o = c.job.options
         k = self._keys.job(c.job.name)
-        numbers = (
-            f"{int(c.slot_ms)}:{int(c.manual)}:{int(c.catch_up)}:{int(c.missed)}:{int(c.now_ms)}:"
-            f"{int(o.overlap == 'skip')}:{o.lease_ms}:{o.history_size}:{o.history_ttl_ms or 0}"
+        numbers = _NUMBERS.pack(
+            c.slot_ms,
+            c.manual,
+            c.catch_up,
+            c.missed,
+            c.now_ms,
+            o.overlap == "skip",
+            o.lease_ms,
+            o.history_size,
+            o.history_ttl_ms or 0,
         )
         return S.CLAIM, [k.state, k.runs, k.order, k.live, *self._hint()], [numbers, c.token, c.instance, c.job.name]
 
@@ -233,16 +271,7 @@ class RedisBackend(Backend):
         replies = await self._calls(calls, strict=len(claims))
         for failed in {type(r).__name__: r for r in replies[len(claims) :] if isinstance(r, Exception)}.values():
             log.warning("could not update the take-over hint (the next sweep repairs it): %s", failed)
-        return [self._claim_result(reply) for reply in replies[: len(claims)]]
-
-    @staticmethod
-    def _claim_result(reply: list[Any]) -> ClaimResult:
-        outcome = Outcome(text(reply[0]))
-        if outcome is Outcome.WON:
-            return ClaimResult(outcome, grant_of(reply[1]))
-        if outcome is Outcome.SKIPPED:
-            return ClaimResult(outcome, record=run_of(reply[1]))
-        return ClaimResult(outcome)
+        return [_claim_result(c, reply) for c, reply in zip(claims, replies, strict=False)]
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         k = self._keys.job(grant.job)
