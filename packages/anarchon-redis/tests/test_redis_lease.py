@@ -270,3 +270,18 @@ async def test_finish_writes_the_record_and_a_retried_finish_agrees(store, make_
     assert await a.finish(won.grant, done), "the same owner finishing again (a retry) is not refused"
     assert await a.last_run(job.name) == done
     assert await a.renew([won.grant]) == [False]
+
+
+async def test_many_finishes_at_once_each_get_their_own_answer(store, make_job, claim, wait_until):
+    """More finishes at once than redis-py's pool has connections (100), as 1,000 jobs due together make."""
+    a, b = await store.backend(), await store.backend()
+    jobs = [make_job(f"many-{i}", lease_ms=SHORT, max_attempts=2) for i in range(300)]
+    grants = [r.grant for r in await a.claim([claim(j, 1000) for j in jobs])]
+    assert all(g is not None for g in grants)
+    stale = grants[7]
+    await wait_until(lambda: b.take_over([jobs[7]], "b"))
+    records = {r.job: r for j in jobs for r in await a.history(j.name, limit=1)}
+    answers = await asyncio.gather(*(a.finish(g, finished(records[g.job])) for g in grants))
+    assert answers == [g is not stale for g in grants]
+    assert (await a.history(jobs[7].name))[0].status is RunStatus.RUNNING, "the stale finish wrote nothing"
+    assert {(await a.last_run(j.name)).status for j in jobs if j is not jobs[7]} == {RunStatus.SUCCEEDED}

@@ -23,6 +23,7 @@ def text(value: bytes | str) -> str:
 
 
 def final_record(run: Run) -> str:
+    """The finished run as JSON marked ``fin``, left open: the finish script adds the lease fields and the brace."""
     status = RunStatus(run.status)
     if status is RunStatus.RUNNING:
         raise ValueError(
@@ -44,9 +45,10 @@ def final_record(run: Run) -> str:
             "finished": datetime_to_ms(run.finished_at) if run.finished_at else None,
             "duration": run.duration_ms,
             "error": run.error,
+            "fin": True,
         },
         separators=(",", ":"),
-    )
+    )[:-1]
 
 
 def _load(raw: bytes | str) -> dict[str, Any]:

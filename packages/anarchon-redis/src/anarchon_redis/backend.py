@@ -4,7 +4,9 @@ Each claim, renewal, take-over and finish is one script on one job's keys,
 which share the hash tag ``{<job>}``; lease expiry is judged on Redis ``TIME``
 inside the scripts. The claims due together go out as one pipeline of
 ``EVALSHA`` (on a cluster the client sends one pipeline per node, in
-parallel).
+parallel). Finishes, hand-overs and history reads come one call per run, often
+hundreds at once, so they are gathered into pipelines too (:mod:`._batch`):
+one connection each, where redis-py's pool would refuse the 101st.
 
 Take-over looks first at a per-prefix sorted set, *the hint*: job name to
 the earliest lease expiry of its running runs. On one server the scripts keep
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import struct
 import time
 import uuid
 from collections.abc import Sequence
@@ -37,6 +40,7 @@ from anarchon.run import Run
 from anarchon.urls import redact_url
 
 from . import _scripts as S
+from ._batch import Batcher
 from ._keys import Keyspace, check_prefix, run_id
 from ._records import final_record, grant_of, run_of, text
 
@@ -66,6 +70,36 @@ def _split_cluster_flag(url: str) -> tuple[str, bool | None]:
         else:
             raise ValueError(f"cluster={value!r} in the Redis URL must be true or false")
     return urlunsplit(parts._replace(query=urlencode(kept))), flag
+
+
+_LOST = ClaimResult(Outcome.LOST)
+#: A claim's numbers as the claim script unpacks them (``struct.unpack('<ddddddddd', …)``).
+_NUMBERS = struct.Struct("<9d")
+
+
+def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
+    """A new grant comes back as its fencing alone, built here from the claim as the script recorded it."""
+    outcome = text(reply[0])
+    if outcome == "lost":
+        return _LOST
+    if outcome == "skipped":
+        return ClaimResult(Outcome.SKIPPED, record=run_of(reply[1]))
+    if isinstance(reply[1], int):
+        grant = Grant(
+            job=c.job.name,
+            slot_ms=int(c.slot_ms),
+            instance=c.instance,
+            token=c.token,
+            attempt=1,
+            fencing=reply[1],
+            manual=c.manual,
+            catch_up=c.catch_up,
+            missed=int(c.missed),
+            started_at_ms=int(c.now_ms),
+            lease_ms=c.job.options.lease_ms,
+        )
+        return ClaimResult(Outcome.WON, grant)
+    return ClaimResult(Outcome(outcome), grant_of(reply[1]))
 
 
 class RedisBackend(Backend):
@@ -127,6 +161,7 @@ class RedisBackend(Backend):
         self._owns_client = client is None
         self._last_sweep: float | None = None
         self._sweep_cursor = 0
+        self._batch: Batcher[Call] = Batcher(self._calls_apart)
 
     @classmethod
     def from_url(cls, url: str) -> RedisBackend:
@@ -158,6 +193,7 @@ class RedisBackend(Backend):
             ) from exc
 
     async def close(self) -> None:
+        await self._batch.drain()
         if self._owns_client and self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
@@ -192,6 +228,10 @@ class RedisBackend(Backend):
                 raise result
         return results
 
+    async def _calls_apart(self, calls: Sequence[Call]) -> list[Any]:
+        """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out."""
+        return await self._calls(calls, strict=0)
+
     async def _pipeline(self, commands: list[tuple[str, list[str], list[Any], bool]]) -> list[Any]:
         pipe = self._redis().pipeline(transaction=False)
         for body, keys, args, full in commands:
@@ -209,9 +249,16 @@ class RedisBackend(Backend):
     def _claim_call(self, c: Claim) -> Call:
         o = c.job.options
         k = self._keys.job(c.job.name)
-        numbers = (
-            f"{int(c.slot_ms)}:{int(c.manual)}:{int(c.catch_up)}:{int(c.missed)}:{int(c.now_ms)}:"
-            f"{int(o.overlap == 'skip')}:{o.lease_ms}:{o.history_size}:{o.history_ttl_ms or 0}"
+        numbers = _NUMBERS.pack(
+            c.slot_ms,
+            c.manual,
+            c.catch_up,
+            c.missed,
+            c.now_ms,
+            o.overlap == "skip",
+            o.lease_ms,
+            o.history_size,
+            o.history_ttl_ms or 0,
         )
         return S.CLAIM, [k.state, k.runs, k.order, k.live, *self._hint()], [numbers, c.token, c.instance, c.job.name]
 
@@ -224,27 +271,18 @@ class RedisBackend(Backend):
         replies = await self._calls(calls, strict=len(claims))
         for failed in {type(r).__name__: r for r in replies[len(claims) :] if isinstance(r, Exception)}.values():
             log.warning("could not update the take-over hint (the next sweep repairs it): %s", failed)
-        return [self._claim_result(reply) for reply in replies[: len(claims)]]
-
-    @staticmethod
-    def _claim_result(reply: list[Any]) -> ClaimResult:
-        outcome = Outcome(text(reply[0]))
-        if outcome is Outcome.WON:
-            return ClaimResult(outcome, grant_of(reply[1]))
-        if outcome is Outcome.SKIPPED:
-            return ClaimResult(outcome, record=run_of(reply[1]))
-        return ClaimResult(outcome)
+        return [_claim_result(c, reply) for c, reply in zip(claims, replies, strict=False)]
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         k = self._keys.job(grant.job)
         args = [run_id(grant.slot_ms, grant.manual), grant.token, final_record(run), grant.job]
-        return bool(await self._call(S.FINISH, [k.runs, k.live, *self._hint()], args))
+        return bool(await self._batch.call((S.FINISH, [k.runs, k.live, *self._hint()], args)))
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         if limit < 1:
             return []
         k = self._keys.job(job)
-        return [run_of(raw) for raw in await self._call(S.HISTORY, [k.runs, k.order], [limit])]
+        return [run_of(raw) for raw in await self._batch.call((S.HISTORY, [k.runs, k.order], [limit]))]
 
     async def now_ms(self) -> int:
         seconds, micros = await self._redis().time()
@@ -264,9 +302,9 @@ class RedisBackend(Backend):
     async def hand_over(self, grant: Grant) -> bool:
         k = self._keys.job(grant.job)
         args = [run_id(grant.slot_ms, grant.manual), grant.token, grant.job]
-        done = bool(await self._call(S.HAND_OVER, [k.runs, k.live, *self._hint()], args))
+        done = bool(await self._batch.call((S.HAND_OVER, [k.runs, k.live, *self._hint()], args)))
         if done and self.cluster:
-            await self._call(S.TOUCH, [self._keys.hint], [grant.job, 0])
+            await self._batch.call((S.TOUCH, [self._keys.hint], [grant.job, 0]))
         return done
 
     def _sweep_slice(self, jobs: Sequence[Job]) -> list[Job]:
