@@ -99,7 +99,8 @@ end
 #       ttl 0 = none) packed as nine little-endian doubles (exact up to 2^53), token, instance, job
 # The numbers travel as one binary string, which struct unpacks in a fraction of what splitting text
 # costs in Lua, and the record is built here: no JSON to encode on the client. A new grant is answered
-# with its fencing alone (the client knows the rest); a claim found already decided, with its record.
+# with its fencing alone (the client knows the rest), and the slot of the dead run it superseded, if
+# any (a nil ends the reply early); a claim found already decided, with its record.
 _CLAIM = r"""
 local state, runs, order, live, hint = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local slot, manual, catch_up, missed, started, skip, lease, size, ttl = struct.unpack('<ddddddddd', ARGV[1])
@@ -116,10 +117,10 @@ if existing then
   return {'lost'}
 end
 local now = now_ms()
-local st = redis.call('HMGET', state, 'mark', 'fencing')
-local mark, fencing = tonumber(st[1]), tonumber(st[2]) or 0
+local st = redis.call('HMGET', state, 'mark', 'fencing', 'won')
+local mark, fencing, won = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3])
 if not manual and mark and slot <= mark then return {'lost'} end
-local busy = false
+local busy, supersedes = false, nil
 local leases = redis.call('ZRANGE', live, 0, -1, 'WITHSCORES')
 for i = 1, #leases, 2 do
   if tonumber(leases[i + 1]) > now then
@@ -135,6 +136,7 @@ for i = 1, #leases, 2 do
         r.status = 'abandoned'
         redis.call('HSET', runs, dead, cjson.encode(r))
         redis.call('ZREM', live, dead)
+        if r.slot == won then supersedes = r.slot end
       end
     end
   end
@@ -163,7 +165,7 @@ end
 local raw = cjson.encode(rec)
 redis.call('HSET', runs, rid, raw)
 trim(runs, order, live, size, ttl, now)
-if outcome == 'won' then return {outcome, rec.fencing} end
+if outcome == 'won' then return {outcome, rec.fencing, supersedes} end
 return {outcome, raw}
 """
 

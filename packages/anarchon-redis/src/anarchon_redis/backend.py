@@ -97,6 +97,7 @@ def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
             missed=int(c.missed),
             started_at_ms=int(c.now_ms),
             lease_ms=c.job.options.lease_ms,
+            supersedes=int(reply[2]) if len(reply) > 2 else None,
         )
         return ClaimResult(Outcome.WON, grant)
     return ClaimResult(Outcome(outcome), grant_of(reply[1]))
