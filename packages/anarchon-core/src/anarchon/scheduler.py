@@ -22,7 +22,7 @@ import signal
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
@@ -36,6 +36,7 @@ from .plugins import PluginManager, install_hint
 from .run import Run, RunContext, RunStatus, ms_to_datetime
 
 __all__ = ["Scheduler"]
+
 
 log = logging.getLogger("anarchon")
 
@@ -73,7 +74,7 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Active:
     """A run this instance is executing."""
 
@@ -84,9 +85,33 @@ class _Active:
     lease_deadline: float
     #: Monotonic time (s) of the next renewal (lease backends).
     renew_at: float = 0.0
-    task: asyncio.Task[Run | None] | None = None
+    #: The task the job function runs in; cancelled only while ``in_job``.
+    task: asyncio.Task[Any] | None = None
+    in_job: bool = False
+    cancel_requested: bool = False
     cancelled_by_stop: bool = False
-    done: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: bool = False
+    #: Made only when someone waits (stop()): an Event per run is a cost paid every slot.
+    _ended_event: asyncio.Event | None = None
+
+    def cancel_job(self) -> bool:
+        """Cancel the job function if it is still running; its bookkeeping is never interrupted."""
+        if not self.in_job or self.task is None or self.task.done():
+            return False
+        self.cancel_requested = True
+        self.task.cancel()
+        return True
+
+    def end(self) -> None:
+        self.ended = True
+        if self._ended_event is not None:
+            self._ended_event.set()
+
+    async def wait_ended(self) -> None:
+        if not self.ended:
+            if self._ended_event is None:
+                self._ended_event = asyncio.Event()
+            await self._ended_event.wait()
 
 
 class Scheduler:
@@ -269,18 +294,18 @@ class Scheduler:
         self._stopping = True
         if self._wake is not None:
             self._wake.set()
-        waiters = [asyncio.ensure_future(a.done.wait()) for a in self._active.values()]
+        waiters = [asyncio.ensure_future(a.wait_ended()) for a in self._active.values()]
         if waiters:
             _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)
             for waiter in late:
                 waiter.cancel()
         for active in list(self._active.values()):
-            if active.task is not None and not active.task.done():
+            if active.in_job and active.task is not None and not active.task.done():
                 active.cancelled_by_stop = True
                 active.context.lease_lost = True
-                active.task.cancel()
+                active.cancel_job()
         for active in list(self._active.values()):
-            await active.done.wait()
+            await active.wait_ended()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -417,7 +442,7 @@ class Scheduler:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
                 continue
-            due: list[Claim] = []
+            due: list[tuple[Job, int]] = []
             while self._heap and self._heap[0][0] <= now + COALESCE_MS and self._heap[0][3] <= now:
                 _, _, name, slot, generation = heapq.heappop(self._heap)
                 job = self._jobs.get(name)
@@ -432,9 +457,9 @@ class Scheduler:
                     # Not claimed while the backend is away; the recovery catches it up.
                     self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=slot, reason="unknown")
                     continue
-                due.append(self._claim(job, slot))
+                due.append((job, slot))
             if due:
-                self._spawn(self._claim_and_run(due))
+                self._spawn(self._claim_and_run(self._claims(due)))
             await asyncio.sleep(0)
 
     def _claim(self, job: Job, slot_ms: int, *, manual: bool = False, catch_up: bool = False, missed: int = 0) -> Claim:
@@ -448,6 +473,16 @@ class Scheduler:
             catch_up=catch_up,
             missed=missed,
         )
+
+    def _claims(self, due: list[tuple[Job, int]]) -> list[Claim]:
+        """Claims of slots due together: one clock reading and one read of randomness for all of them."""
+        now = self.clock.now_ms()
+        tokens = os.urandom(16 * len(due)).hex()
+        instance = self.instance_id
+        return [
+            Claim(job=job, slot_ms=slot, instance=instance, token=tokens[32 * i : 32 * i + 32], now_ms=now)
+            for i, (job, slot) in enumerate(due)
+        ]
 
     async def _claim_and_run(self, claims: list[Claim]) -> None:
         results, sent = await self._decide(claims)
@@ -533,22 +568,10 @@ class Scheduler:
             self._watch_lease(key, active, granted + grant.lease_ms / 3000)
         started_ms = self.clock.now_ms()
         self._plugins.notify("anarchon_run_started", scheduler=self, job=job, context=ctx)
-        status, error = RunStatus.SUCCEEDED, None
-        active.task = asyncio.ensure_future(self._call(job, ctx))
         try:
-            timeout = job.options.timeout_ms / 1000 if job.options.timeout_ms else None
-            await asyncio.wait_for(asyncio.shield(active.task), timeout)
-        except asyncio.TimeoutError:
-            active.task.cancel()
-            status, error = RunStatus.TIMED_OUT, f"TimeoutError: no result within timeout_ms={job.options.timeout_ms}"
-        except asyncio.CancelledError:
-            status = RunStatus.CANCELLED
-            if not active.task.done():
-                active.task.cancel()
-        except Exception as exc:
-            status, error = RunStatus.FAILED, _error_text(exc)
-            log.error("job %s, slot %s failed", job.name, ctx.slot, exc_info=exc)
-        try:
+            status, error = await self._run_job(job, active)
+            # Other runs due now start before this one's record is written.
+            await asyncio.sleep(0)
             if status is RunStatus.CANCELLED and active.cancelled_by_stop and lease and job.options.hand_over:
                 await self._hand_over(active)
                 return None
@@ -565,10 +588,42 @@ class Scheduler:
             return run
         finally:
             self._active.pop(key, None)
-            active.done.set()
+            active.end()
 
-    async def _call(self, job: Job, ctx: RunContext) -> None:
+    async def _run_job(self, job: Job, active: _Active) -> tuple[RunStatus, str | None]:
+        """Call the job function in this task and say how it ended.
+
+        An async job is awaited here rather than in a task of its own: with
+        a thousand runs due at once, a second task per run (and the shield
+        and timer around it) was a large share of the delay before the last
+        one started. Cancelling this task while ``in_job`` stops the job
+        alone; :meth:`_Active.cancel_job` refuses once it returned.
+        """
+        ctx = active.context
         args = (ctx,) if job.takes_context else ()
+        task = asyncio.current_task()
+        active.task = task
+        active.in_job = True
+        try:
+            if job.options.timeout_ms:
+                async with asyncio.timeout(job.options.timeout_ms / 1000):
+                    await self._call(job, args)
+            else:
+                await self._call(job, args)
+        except asyncio.TimeoutError:
+            return RunStatus.TIMED_OUT, f"TimeoutError: no result within timeout_ms={job.options.timeout_ms}"
+        except asyncio.CancelledError:
+            return RunStatus.CANCELLED, None
+        except Exception as exc:
+            log.error("job %s, slot %s failed", job.name, ctx.slot, exc_info=exc)
+            return RunStatus.FAILED, _error_text(exc)
+        finally:
+            active.in_job = False
+            if active.cancel_requested and task is not None and task.cancelling():
+                task.uncancel()  # the cancel was the job's, not this task's: finishing must not see it
+        return RunStatus.SUCCEEDED, None
+
+    async def _call(self, job: Job, args: tuple[RunContext, ...] | tuple[()]) -> None:
         if job.is_async:
             await job.func(*args)
             return
@@ -646,8 +701,7 @@ class Scheduler:
     def _lose_lease(self, active: _Active, why: str) -> None:
         log.warning("job %s, slot %s: %s; stopping this run", active.job.name, active.context.slot, why)
         active.context.lease_lost = True
-        if active.task is not None and not active.task.done():
-            active.task.cancel()
+        active.cancel_job()
 
     async def _finish(self, active: _Active, run: Run) -> bool:
         """Record the run; keep trying while the lease holds, so a success is not run again."""
