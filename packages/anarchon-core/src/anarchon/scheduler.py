@@ -27,6 +27,7 @@ from datetime import datetime
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
+from ._collector import CollectionDeferred
 from .backend import Backend, Claim, ClaimResult, Grant, Outcome
 from .clock import Clock, SystemClock
 from .errors import AnarchonError, BackendNotInstalledError, JobNotFoundError
@@ -49,6 +50,9 @@ BACKEND_ENV = "ANARCHON_BACKEND"
 COALESCE_MS = 5
 #: Longest pause between take-over polls on a lease backend.
 TAKE_OVER_POLL_MS = 1000
+#: A take-over poll this close (ms) to a batch of claims waits until the batch's runs started,
+#: at most a quarter of its period, so a take-over comes at worst that much later.
+TAKE_OVER_QUIET_MS = 50
 #: Back-off after a failed backend call, doubling up to the maximum.
 BACKOFF_MIN_MS, BACKOFF_MAX_MS = 200, 30_000
 SKEW_CHECK_EVERY_MS = 60_000
@@ -150,6 +154,8 @@ class Scheduler:
         self._started = False
         self._stopping = False
         self._wake: asyncio.Event | None = None
+        #: Claim batches not yet answered and started.
+        self._batches = 0
         self._backend_open = False
         self._degraded = False
 
@@ -271,6 +277,7 @@ class Scheduler:
             raise
         self._started = True
         self._stopping = False
+        self._batches = 0
         self._wake = asyncio.Event()
         now = self.clock.now_ms()
         for job in jobs:
@@ -442,25 +449,32 @@ class Scheduler:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
                 continue
-            due: list[tuple[Job, int]] = []
-            while self._heap and self._heap[0][0] <= now + COALESCE_MS and self._heap[0][3] <= now:
-                _, _, name, slot, generation = heapq.heappop(self._heap)
-                job = self._jobs.get(name)
-                if job is None or self._generation[name] != generation:
-                    continue
-                self._schedule_next(job, slot)
-                if now > slot + job.options.max_late_ms:
-                    log.warning("job %s: slot %s reached %d ms late; skipped", name, ms_to_datetime(slot), now - slot)
-                    self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot, reason="late")
-                    continue
-                if self._degraded and self.backend.capabilities.lease:
-                    # Not claimed while the backend is away; the recovery catches it up.
-                    self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=slot, reason="unknown")
-                    continue
-                due.append((job, slot))
-            if due:
-                self._spawn(self._claim_and_run(self._claims(due)))
+            with CollectionDeferred():
+                due = self._pop_due(now)
+                if due:
+                    self._batches += 1
+                    self._spawn(self._claim_and_run(self._claims(due)))
             await asyncio.sleep(0)
+
+    def _pop_due(self, now: int) -> list[tuple[Job, int]]:
+        """Take the slots due now (and those within ``COALESCE_MS``) off the heap, scheduling each job's next."""
+        due: list[tuple[Job, int]] = []
+        while self._heap and self._heap[0][0] <= now + COALESCE_MS and self._heap[0][3] <= now:
+            _, _, name, slot, generation = heapq.heappop(self._heap)
+            job = self._jobs.get(name)
+            if job is None or self._generation[name] != generation:
+                continue
+            self._schedule_next(job, slot)
+            if now > slot + job.options.max_late_ms:
+                log.warning("job %s: slot %s reached %d ms late; skipped", name, ms_to_datetime(slot), now - slot)
+                self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot, reason="late")
+                continue
+            if self._degraded and self.backend.capabilities.lease:
+                # Not claimed while the backend is away; the recovery catches it up.
+                self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=slot, reason="unknown")
+                continue
+            due.append((job, slot))
+        return due
 
     def _claim(self, job: Job, slot_ms: int, *, manual: bool = False, catch_up: bool = False, missed: int = 0) -> Claim:
         return Claim(
@@ -485,11 +499,37 @@ class Scheduler:
         ]
 
     async def _claim_and_run(self, claims: list[Claim]) -> None:
-        results, sent = await self._decide(claims)
-        for claim, result in zip(claims, results, strict=True):
-            self._dispatch(claim.job, claim.slot_ms, result, sent)
+        try:
+            with CollectionDeferred() as deferral:
+                results, sent = await self._decide(claims, deferral)
+                for claim, result in zip(claims, results, strict=True):
+                    self._dispatch(claim.job, claim.slot_ms, result, sent)
+                # The runs just spawned were queued first: they start (up to their
+                # first await) before this task resumes and lets the collector run.
+                await asyncio.sleep(0)
+        finally:
+            self._batches -= 1
 
-    async def _decide(self, claims: list[Claim]) -> tuple[list[ClaimResult], float]:
+    async def _between_batches(self, limit: float) -> None:
+        """Wait until no claim batch is in flight or due within ``TAKE_OVER_QUIET_MS``.
+
+        A take-over pass reads every job's runs (a transaction of its own on a
+        store): arriving together with a batch, it delayed every run of the
+        batch. Waiting is capped at ``limit`` seconds, so dense schedules still get their polls.
+        """
+        deadline = time.monotonic() + limit
+        while not self._stopping and (left := deadline - time.monotonic()) > 0:
+            if self._batches:
+                await asyncio.sleep(min(left, 0.005))
+                continue
+            gap = self._heap[0][0] - self.clock.now_ms() if self._heap else TAKE_OVER_QUIET_MS
+            if gap >= TAKE_OVER_QUIET_MS:
+                return
+            await asyncio.sleep(min(left, max(gap, 0) / 1000 + 0.002))
+
+    async def _decide(
+        self, claims: list[Claim], deferral: CollectionDeferred | None = None
+    ) -> tuple[list[ClaimResult], float]:
         """Claim, retrying with the same tokens where that is the only way not to lose the slot.
 
         A claim backend that recognises a retried token gets retries until the
@@ -510,6 +550,8 @@ class Scheduler:
                 deadline = min(c.slot_ms + c.job.options.max_late_ms for c in claims)
                 if not retry or self._stopping or self.clock.now_ms() + delay * 1000 >= deadline:
                     return [ClaimResult(Outcome.UNKNOWN) for _ in claims], sent
+                if deferral is not None:
+                    deferral.end()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
@@ -743,6 +785,7 @@ class Scheduler:
             leases = [j.options.lease_ms for j in jobs] or [TAKE_OVER_POLL_MS * 3]
             period = min(TAKE_OVER_POLL_MS, min(leases) / 3) / 1000
             await asyncio.sleep(period * random.uniform(0.75, 1.25))
+            await self._between_batches(period / 4)
             if jobs and not self._stopping:
                 await self._take_over(jobs)
 
@@ -793,6 +836,7 @@ class Scheduler:
             if newest is not None and now - newest <= job.options.catch_up_ms:
                 claims.append(self._claim(job, newest, catch_up=True, missed=missed))
         if claims:
+            self._batches += 1
             self._spawn(self._claim_and_run(claims))
 
     async def _check_skew(self) -> None:
