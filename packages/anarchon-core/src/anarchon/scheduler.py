@@ -20,6 +20,7 @@ import random
 import secrets
 import signal
 import socket
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -92,7 +93,9 @@ class _Active:
     #: The task the job function runs in; cancelled only while ``in_job``.
     task: asyncio.Task[Any] | None = None
     in_job: bool = False
-    cancel_requested: bool = False
+    #: Cancels requested of ``task`` for the job (stop, lease lost, timeout), undone once it returned.
+    cancels: int = 0
+    timed_out: bool = False
     cancelled_by_stop: bool = False
     ended: bool = False
     #: Made only when someone waits (stop()): an Event per run is a cost paid every slot.
@@ -102,9 +105,14 @@ class _Active:
         """Cancel the job function if it is still running; its bookkeeping is never interrupted."""
         if not self.in_job or self.task is None or self.task.done():
             return False
-        self.cancel_requested = True
+        self.cancels += 1
         self.task.cancel()
         return True
+
+    def time_out(self) -> None:
+        if self.in_job and not self.cancels:
+            self.timed_out = True
+            self.cancel_job()
 
     def end(self) -> None:
         self.ended = True
@@ -646,24 +654,32 @@ class Scheduler:
         task = asyncio.current_task()
         active.task = task
         active.in_job = True
+        timer = None
+        if job.options.timeout_ms:
+            timer = asyncio.get_running_loop().call_later(job.options.timeout_ms / 1000, active.time_out)
+        status: RunStatus
+        error: str | None = None
         try:
-            if job.options.timeout_ms:
-                async with asyncio.timeout(job.options.timeout_ms / 1000):
-                    await self._call(job, args)
-            else:
-                await self._call(job, args)
-        except asyncio.TimeoutError:
-            return RunStatus.TIMED_OUT, f"TimeoutError: no result within timeout_ms={job.options.timeout_ms}"
+            await self._call(job, args)
         except asyncio.CancelledError:
-            return RunStatus.CANCELLED, None
+            status = RunStatus.CANCELLED
+        except asyncio.TimeoutError:
+            status = RunStatus.TIMED_OUT
         except Exception as exc:
             log.error("job %s, slot %s failed", job.name, ctx.slot, exc_info=exc)
-            return RunStatus.FAILED, _error_text(exc)
+            status, error = RunStatus.FAILED, _error_text(exc)
+        else:
+            status = RunStatus.SUCCEEDED
         finally:
             active.in_job = False
-            if active.cancel_requested and task is not None and task.cancelling():
-                task.uncancel()  # the cancel was the job's, not this task's: finishing must not see it
-        return RunStatus.SUCCEEDED, None
+            if timer is not None:
+                timer.cancel()
+            if sys.version_info >= (3, 11) and task is not None:
+                for _ in range(active.cancels):
+                    task.uncancel()  # those cancels were the job's, not this task's: finishing must not see them
+        if status is RunStatus.TIMED_OUT or active.timed_out:
+            return RunStatus.TIMED_OUT, f"TimeoutError: no result within timeout_ms={job.options.timeout_ms}"
+        return status, error
 
     async def _call(self, job: Job, args: tuple[RunContext, ...] | tuple[()]) -> None:
         if job.is_async:
