@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import sys
 import threading
 import time
 from collections import Counter
@@ -187,6 +188,23 @@ async def test_failure_and_timeout_are_recorded_and_scheduling_goes_on() -> None
     assert timed_out.status is RunStatus.TIMED_OUT and "timeout_ms=200" in (timed_out.error or "")
     assert timed_out.duration_ms is not None and 150 <= timed_out.duration_ms < 2000
     assert failed.manual and failed.attempt == 1 and failed.fencing == 1
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Task.cancelling() is new in Python 3.11")
+async def test_a_job_cancelled_in_the_callers_task_leaves_no_cancel_behind() -> None:
+    # run_now() runs the job in the caller's task; the timeout cancelled the job, not the caller.
+    scheduler = Scheduler(MemoryBackend())
+
+    async def slow() -> None:
+        await asyncio.sleep(5)
+
+    scheduler.add("slow", "@yearly", slow, timeout_ms=100)
+    run = await scheduler.run_now("slow")
+    assert run.status is RunStatus.TIMED_OUT
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    async with asyncio.timeout(5):  # a timeout of the caller's own still tells its cancel from others
+        await asyncio.sleep(0)
 
 
 async def test_run_now_records_a_manual_run_and_returns_it_finished() -> None:

@@ -132,13 +132,14 @@ class Claim:
     catch_up: bool = False
     missed: int = 0
 
-    def running(self) -> Run:
+    def running(self, fencing: int | None = None) -> Run:
         """The history record written when this claim is granted (or, with ``status`` replaced, skipped)."""
         return Run(
             job=self.job.name,
             slot_ms=self.slot_ms,
             status=RunStatus.RUNNING,
             instance=self.instance,
+            fencing=fencing,
             manual=self.manual,
             catch_up=self.catch_up,
             missed=self.missed,

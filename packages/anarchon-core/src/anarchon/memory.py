@@ -115,7 +115,7 @@ class MemoryStore:
             if not c.manual:
                 if book.mark is not None and c.slot_ms <= book.mark:
                     return ClaimResult(Outcome.LOST)
-                for slot, manual in list(book.running):
+                for slot, manual in list(book.running) if book.running else ():
                     rec = book.runs[slot, manual]
                     if not manual and slot < c.slot_ms and rec.expires_ms <= now:
                         rec.run = rec.run.replace(status=RunStatus.ABANDONED)
@@ -123,8 +123,8 @@ class MemoryStore:
                         if slot == book.won:
                             supersedes = slot
                 book.mark = c.slot_ms
-            base = c.running()
-            if opts.overlap == "skip" and any(book.runs[k].expires_ms > now for k in book.running):
+            if opts.overlap == "skip" and book.running and any(book.runs[k].expires_ms > now for k in book.running):
+                base = c.running()
                 skipped = base.replace(status=RunStatus.SKIPPED, finished_at=base.started_at, duration_ms=0)
                 book.put(key, _Record(skipped, c.token, opts.lease_ms, now))
                 self._trim(book, c.job, now)
@@ -132,14 +132,16 @@ class MemoryStore:
             book.fencing += 1
             if not c.manual:
                 book.won = c.slot_ms
-            rec = _Record(base.replace(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
+            rec = _Record(c.running(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
             book.put(key, rec)
             self._trim(book, c.job, now)
-            return ClaimResult(Outcome.WON, self._grant(rec, supersedes))
+            return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms, supersedes))
 
-    def _grant(self, rec: _Record, supersedes: int | None = None) -> Grant:
+    def _grant(self, rec: _Record, started_ms: int | None = None, supersedes: int | None = None) -> Grant:
         run = rec.run
         started = run.started_at
+        if started_ms is None:
+            started_ms = round(started.timestamp() * 1000) if started else 0
         return Grant(
             job=run.job,
             slot_ms=run.slot_ms,
@@ -150,7 +152,7 @@ class MemoryStore:
             manual=run.manual,
             catch_up=run.catch_up,
             missed=run.missed,
-            started_at_ms=round(started.timestamp() * 1000) if started else 0,
+            started_at_ms=started_ms,
             lease_ms=rec.lease_ms,
             supersedes=supersedes,
         )

@@ -21,13 +21,15 @@ import random
 import secrets
 import signal
 import socket
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
+from ._collector import CollectionDeferred
 from .backend import Backend, Claim, ClaimResult, Grant, Outcome
 from .clock import Clock, SystemClock
 from .errors import AnarchonError, BackendNotInstalledError, JobNotFoundError
@@ -37,6 +39,7 @@ from .plugins import PluginManager, install_hint
 from .run import Run, RunContext, RunStatus, ms_to_datetime
 
 __all__ = ["Scheduler"]
+
 
 log = logging.getLogger("anarchon")
 
@@ -49,6 +52,9 @@ BACKEND_ENV = "ANARCHON_BACKEND"
 COALESCE_MS = 5
 #: Longest pause between take-over polls on a lease backend.
 TAKE_OVER_POLL_MS = 1000
+#: A take-over poll this close (ms) to a batch of claims waits until the batch's runs started,
+#: at most a quarter of its period, so a take-over comes at worst that much later.
+TAKE_OVER_QUIET_MS = 50
 #: Back-off after a failed backend call, doubling up to the maximum.
 BACKOFF_MIN_MS, BACKOFF_MAX_MS = 200, 30_000
 SKEW_CHECK_EVERY_MS = 60_000
@@ -74,7 +80,7 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Active:
     """A run this instance is executing."""
 
@@ -85,9 +91,53 @@ class _Active:
     lease_deadline: float
     #: Monotonic time (s) of the next renewal (lease backends).
     renew_at: float = 0.0
-    task: asyncio.Task[Run | None] | None = None
+    #: The task the job function runs in; cancelled only while ``in_job``.
+    task: asyncio.Task[Any] | None = None
+    in_job: bool = False
+    #: Cancels requested of ``task`` for the job (stop, lease lost, timeout), undone once it returned.
+    cancels: int = 0
+    timed_out: bool = False
     cancelled_by_stop: bool = False
-    done: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: bool = False
+    #: Made only when someone waits (stop()): an Event per run is a cost paid every slot.
+    _ended_event: asyncio.Event | None = None
+    #: Made only when a later attempt of this run waits for the job function to return.
+    _returned_event: asyncio.Event | None = None
+
+    def cancel_job(self) -> bool:
+        """Cancel the job function if it is still running; its bookkeeping is never interrupted."""
+        if not self.in_job or self.task is None or self.task.done():
+            return False
+        self.cancels += 1
+        self.task.cancel()
+        return True
+
+    def time_out(self) -> None:
+        if self.in_job and not self.cancels:
+            self.timed_out = True
+            self.cancel_job()
+
+    def job_returned(self) -> None:
+        self.in_job = False
+        if self._returned_event is not None:
+            self._returned_event.set()
+
+    async def wait_job_returned(self) -> None:
+        if self.in_job:
+            if self._returned_event is None:
+                self._returned_event = asyncio.Event()
+            await self._returned_event.wait()
+
+    def end(self) -> None:
+        self.ended = True
+        if self._ended_event is not None:
+            self._ended_event.set()
+
+    async def wait_ended(self) -> None:
+        if not self.ended:
+            if self._ended_event is None:
+                self._ended_event = asyncio.Event()
+            await self._ended_event.wait()
 
 
 class Scheduler:
@@ -128,6 +178,8 @@ class Scheduler:
         self._started = False
         self._stopping = False
         self._wake: asyncio.Event | None = None
+        #: Claim batches not yet answered and started.
+        self._batches = 0
         self._backend_open = False
         self._degraded = False
 
@@ -249,6 +301,7 @@ class Scheduler:
             raise
         self._started = True
         self._stopping = False
+        self._batches = 0
         self._wake = asyncio.Event()
         now = self.clock.now_ms()
         for job in jobs:
@@ -272,18 +325,18 @@ class Scheduler:
         self._stopping = True
         if self._wake is not None:
             self._wake.set()
-        waiters = [asyncio.ensure_future(a.done.wait()) for a in self._active.values()]
+        waiters = [asyncio.ensure_future(a.wait_ended()) for a in self._active.values()]
         if waiters:
             _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)
             for waiter in late:
                 waiter.cancel()
         for active in list(self._active.values()):
-            if active.task is not None and not active.task.done():
+            if active.in_job and active.task is not None and not active.task.done():
                 active.cancelled_by_stop = True
                 active.context.lease_lost = True
-                active.task.cancel()
+                active.cancel_job()
         for active in list(self._active.values()):
-            await active.done.wait()
+            await active.wait_ended()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -420,27 +473,34 @@ class Scheduler:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
                 continue
-            due: list[Claim] = []
-            while self._heap and self._heap[0][0] <= now + COALESCE_MS and self._heap[0][3] <= now:
-                _, _, name, slot, generation = heapq.heappop(self._heap)
-                job = self._jobs.get(name)
-                if job is None or self._generation[name] != generation:
-                    continue
-                self._schedule_next(job, slot)
-                if slot <= self._caught_up.get(name, -1):
-                    continue  # a catch-up claimed it, with the slots it missed
-                if now > slot + job.options.max_late_ms:
-                    log.warning("job %s: slot %s reached %d ms late; skipped", name, ms_to_datetime(slot), now - slot)
-                    self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot, reason="late")
-                    continue
-                if self._degraded and self.backend.capabilities.lease:
-                    # Not claimed while the backend is away; the recovery catches it up.
-                    self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=slot, reason="unknown")
-                    continue
-                due.append(self._claim(job, slot))
-            if due:
-                self._spawn(self._claim_and_run(due))
+            with CollectionDeferred():
+                due = self._pop_due(now)
+                if due:
+                    self._batches += 1
+                    self._spawn(self._claim_and_run(self._claims(due)))
             await asyncio.sleep(0)
+
+    def _pop_due(self, now: int) -> list[tuple[Job, int]]:
+        """Take the slots due now (and those within ``COALESCE_MS``) off the heap, scheduling each job's next."""
+        due: list[tuple[Job, int]] = []
+        while self._heap and self._heap[0][0] <= now + COALESCE_MS and self._heap[0][3] <= now:
+            _, _, name, slot, generation = heapq.heappop(self._heap)
+            job = self._jobs.get(name)
+            if job is None or self._generation[name] != generation:
+                continue
+            self._schedule_next(job, slot)
+            if slot <= self._caught_up.get(name, -1):
+                continue  # a catch-up claimed it, with the slots it missed
+            if now > slot + job.options.max_late_ms:
+                log.warning("job %s: slot %s reached %d ms late; skipped", name, ms_to_datetime(slot), now - slot)
+                self._plugins.notify("anarchon_slot_skipped", scheduler=self, job=job, slot_ms=slot, reason="late")
+                continue
+            if self._degraded and self.backend.capabilities.lease:
+                # Not claimed while the backend is away; the recovery catches it up.
+                self._plugins.notify("anarchon_claim_lost", scheduler=self, job=job, slot_ms=slot, reason="unknown")
+                continue
+            due.append((job, slot))
+        return due
 
     def _claim(self, job: Job, slot_ms: int, *, manual: bool = False, catch_up: bool = False, missed: int = 0) -> Claim:
         return Claim(
@@ -454,12 +514,48 @@ class Scheduler:
             missed=missed,
         )
 
-    async def _claim_and_run(self, claims: list[Claim]) -> None:
-        results, sent = await self._decide(claims)
-        for claim, result in zip(claims, results, strict=True):
-            self._dispatch(claim.job, claim.slot_ms, result, sent)
+    def _claims(self, due: list[tuple[Job, int]]) -> list[Claim]:
+        """Claims of slots due together: one clock reading and one read of randomness for all of them."""
+        now = self.clock.now_ms()
+        tokens = os.urandom(16 * len(due)).hex()
+        instance = self.instance_id
+        return [
+            Claim(job=job, slot_ms=slot, instance=instance, token=tokens[32 * i : 32 * i + 32], now_ms=now)
+            for i, (job, slot) in enumerate(due)
+        ]
 
-    async def _decide(self, claims: list[Claim]) -> tuple[list[ClaimResult], float]:
+    async def _claim_and_run(self, claims: list[Claim]) -> None:
+        try:
+            with CollectionDeferred() as deferral:
+                results, sent = await self._decide(claims, deferral)
+                for claim, result in zip(claims, results, strict=True):
+                    self._dispatch(claim.job, claim.slot_ms, result, sent)
+                # The runs just spawned were queued first: they start (up to their
+                # first await) before this task resumes and lets the collector run.
+                await asyncio.sleep(0)
+        finally:
+            self._batches -= 1
+
+    async def _between_batches(self, limit: float) -> None:
+        """Wait until no claim batch is in flight or due within ``TAKE_OVER_QUIET_MS``.
+
+        A take-over pass reads every job's runs (a transaction of its own on a
+        store): arriving together with a batch, it delayed every run of the
+        batch. Waiting is capped at ``limit`` seconds, so dense schedules still get their polls.
+        """
+        deadline = time.monotonic() + limit
+        while not self._stopping and (left := deadline - time.monotonic()) > 0:
+            if self._batches:
+                await asyncio.sleep(min(left, 0.005))
+                continue
+            gap = self._heap[0][0] - self.clock.now_ms() if self._heap else TAKE_OVER_QUIET_MS
+            if gap >= TAKE_OVER_QUIET_MS:
+                return
+            await asyncio.sleep(min(left, max(gap, 0) / 1000 + 0.002))
+
+    async def _decide(
+        self, claims: list[Claim], deferral: CollectionDeferred | None = None
+    ) -> tuple[list[ClaimResult], float]:
         """Claim, retrying with the same tokens where that is the only way not to lose the slot.
 
         A claim backend that recognises a retried token gets retries until the
@@ -480,6 +576,8 @@ class Scheduler:
                 deadline = min(c.slot_ms + c.job.options.max_late_ms for c in claims)
                 if not retry or self._stopping or self.clock.now_ms() + delay * 1000 >= deadline:
                     return [ClaimResult(Outcome.UNKNOWN) for _ in claims], sent
+                if deferral is not None:
+                    deferral.end()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
@@ -539,8 +637,7 @@ class Scheduler:
         if previous is not None:
             # The backend granted this run again, so this instance's earlier attempt lost it there.
             self._lose_lease(previous, "the backend granted the run again (take-over)")
-            if previous.task is not None:
-                await asyncio.wait({previous.task})
+            await previous.wait_job_returned()
         granted = sent
         active = _Active(job, grant, ctx, lease_deadline=_held_until(granted, grant.lease_ms))
         self._active[key] = active
@@ -548,22 +645,10 @@ class Scheduler:
             self._watch_lease(key, active, granted + grant.lease_ms / 3000)
         started_ms = self.clock.now_ms()
         self._plugins.notify("anarchon_run_started", scheduler=self, job=job, context=ctx)
-        status, error = RunStatus.SUCCEEDED, None
-        active.task = asyncio.ensure_future(self._call(job, ctx))
         try:
-            timeout = job.options.timeout_ms / 1000 if job.options.timeout_ms else None
-            await asyncio.wait_for(asyncio.shield(active.task), timeout)
-        except asyncio.TimeoutError:
-            active.task.cancel()
-            status, error = RunStatus.TIMED_OUT, f"TimeoutError: no result within timeout_ms={job.options.timeout_ms}"
-        except asyncio.CancelledError:
-            status = RunStatus.CANCELLED
-            if not active.task.done():
-                active.task.cancel()
-        except Exception as exc:
-            status, error = RunStatus.FAILED, _error_text(exc)
-            log.error("job %s, slot %s failed", job.name, ctx.slot, exc_info=exc)
-        try:
+            status, error = await self._run_job(job, active)
+            # Other runs due now start before this one's record is written.
+            await asyncio.sleep(0)
             if status is RunStatus.CANCELLED and active.cancelled_by_stop and lease and job.options.hand_over:
                 await self._hand_over(active)
                 return None
@@ -581,10 +666,50 @@ class Scheduler:
         finally:
             if self._active.get(key) is active:  # a later attempt of this run may hold the key by now
                 del self._active[key]
-            active.done.set()
+            active.end()
 
-    async def _call(self, job: Job, ctx: RunContext) -> None:
+    async def _run_job(self, job: Job, active: _Active) -> tuple[RunStatus, str | None]:
+        """Call the job function in this task and say how it ended.
+
+        An async job is awaited here rather than in a task of its own: with
+        a thousand runs due at once, a second task per run (and the shield
+        and timer around it) was a large share of the delay before the last
+        one started. Cancelling this task while ``in_job`` stops the job
+        alone; :meth:`_Active.cancel_job` refuses once it returned.
+        """
+        ctx = active.context
         args = (ctx,) if job.takes_context else ()
+        task = asyncio.current_task()
+        active.task = task
+        active.in_job = True
+        timer = None
+        if job.options.timeout_ms:
+            timer = asyncio.get_running_loop().call_later(job.options.timeout_ms / 1000, active.time_out)
+        status: RunStatus
+        error: str | None = None
+        try:
+            await self._call(job, args)
+        except asyncio.CancelledError:
+            status = RunStatus.CANCELLED
+        except asyncio.TimeoutError:
+            status = RunStatus.TIMED_OUT
+        except Exception as exc:
+            log.error("job %s, slot %s failed", job.name, ctx.slot, exc_info=exc)
+            status, error = RunStatus.FAILED, _error_text(exc)
+        else:
+            status = RunStatus.SUCCEEDED
+        finally:
+            active.job_returned()
+            if timer is not None:
+                timer.cancel()
+            if sys.version_info >= (3, 11) and task is not None:
+                for _ in range(active.cancels):
+                    task.uncancel()  # those cancels were the job's, not this task's: finishing must not see them
+        if status is RunStatus.TIMED_OUT or active.timed_out:
+            return RunStatus.TIMED_OUT, f"TimeoutError: no result within timeout_ms={job.options.timeout_ms}"
+        return status, error
+
+    async def _call(self, job: Job, args: tuple[RunContext, ...] | tuple[()]) -> None:
         if job.is_async:
             await job.func(*args)
             return
@@ -662,8 +787,7 @@ class Scheduler:
     def _lose_lease(self, active: _Active, why: str) -> None:
         log.warning("job %s, slot %s: %s; stopping this run", active.job.name, active.context.slot, why)
         active.context.lease_lost = True
-        if active.task is not None and not active.task.done():
-            active.task.cancel()
+        active.cancel_job()
 
     async def _finish(self, active: _Active, run: Run) -> bool:
         """Record the run; keep trying while the lease holds, so a success is not run again."""
@@ -705,6 +829,7 @@ class Scheduler:
             leases = [j.options.lease_ms for j in jobs] or [TAKE_OVER_POLL_MS * 3]
             period = min(TAKE_OVER_POLL_MS, min(leases) / 3) / 1000
             await asyncio.sleep(period * random.uniform(0.75, 1.25))
+            await self._between_batches(period / 4)
             if jobs and not self._stopping:
                 await self._take_over(jobs)
 
@@ -756,6 +881,7 @@ class Scheduler:
                 claims.append(self._claim(job, newest, catch_up=True, missed=missed))
                 self._caught_up[job.name] = newest
         if claims:
+            self._batches += 1
             self._spawn(self._claim_and_run(claims))
 
     async def _check_skew(self) -> None:
