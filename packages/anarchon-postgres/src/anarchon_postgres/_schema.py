@@ -200,16 +200,26 @@ BEGIN
             o_outcome := 'won'; o_fencing := v_fencing; o_finished_at := NULL; o_duration_ms := NULL;
         END IF;
         -- History: keep the newest `size` records (and every running one),
-        -- then drop finished records older than the TTL.
-        IF v_count > p_size[i] OR p_ttl[i] IS NOT NULL THEN
+        -- then drop finished records older than the TTL. "At least `size`"
+        -- lets a large history be cut once per size/16 claims, not each time.
+        IF v_count > p_size[i] + p_size[i] / 16 THEN
             WITH cut AS (
-                SELECT slot_ms, manual FROM {s}.runs
-                    WHERE job = p_job[i] AND v_count > p_size[i]
-                    ORDER BY slot_ms, manual OFFSET greatest(v_count - p_size[i], 0) LIMIT 1
+                SELECT slot_ms, manual FROM {s}.runs WHERE job = p_job[i]
+                    ORDER BY slot_ms, manual OFFSET v_count - p_size[i] LIMIT 1
             ), gone AS (
+                DELETE FROM {s}.runs x USING cut
+                    WHERE x.job = p_job[i] AND x.status <> 'running'
+                      AND (x.slot_ms, x.manual) < (cut.slot_ms, cut.manual)
+                    RETURNING 1
+            )
+            UPDATE {s}.jobs SET run_count = run_count - d.n
+                FROM (SELECT count(*) AS n FROM gone) AS d
+                WHERE name = p_job[i] AND d.n > 0;
+        END IF;
+        IF p_ttl[i] IS NOT NULL THEN
+            WITH gone AS (
                 DELETE FROM {s}.runs
-                    WHERE job = p_job[i] AND status <> 'running'
-                      AND ((slot_ms, manual) < (SELECT slot_ms, manual FROM cut) OR slot_ms < v_now - p_ttl[i])
+                    WHERE job = p_job[i] AND status <> 'running' AND slot_ms < v_now - p_ttl[i]
                     RETURNING 1
             )
             UPDATE {s}.jobs SET run_count = run_count - d.n
