@@ -83,10 +83,44 @@ CREATE INDEX runs_running ON {s}.runs (job, expires_ms) WHERE status = 'running'
 
 CREATE FUNCTION {s}.now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS $fn$ SELECT {now} $fn$;
 
+-- History: keep the newest `size` records of a job (and every running one),
+-- then drop finished records older than the TTL. The contract keeps "at
+-- least `size`", so claims call this once the count is size/16 past the size
+-- (sizes under 16 exactly), and a 1,000-run history is cut every 62 claims.
+CREATE FUNCTION {s}.trim_history(p_job text, p_count bigint, p_size bigint, p_ttl bigint, p_now bigint)
+RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF p_count > p_size THEN
+        WITH cut AS (
+            SELECT slot_ms, manual FROM {s}.runs WHERE job = p_job
+                ORDER BY slot_ms, manual OFFSET p_count - p_size LIMIT 1
+        ), gone AS (
+            DELETE FROM {s}.runs x USING cut
+                WHERE x.job = p_job AND x.status <> 'running'
+                  AND (x.slot_ms, x.manual) < (cut.slot_ms, cut.manual)
+                RETURNING 1
+        )
+        UPDATE {s}.jobs SET run_count = run_count - d.n
+            FROM (SELECT count(*) AS n FROM gone) AS d
+            WHERE name = p_job AND d.n > 0;
+    END IF;
+    IF p_ttl IS NOT NULL THEN
+        WITH gone AS (
+            DELETE FROM {s}.runs WHERE job = p_job AND status <> 'running' AND slot_ms < p_now - p_ttl
+                RETURNING 1
+        )
+        UPDATE {s}.jobs SET run_count = run_count - d.n
+            FROM (SELECT count(*) AS n FROM gone) AS d
+            WHERE name = p_job AND d.n > 0;
+    END IF;
+END
+$fn$;
+
 -- Decide many claims in one call; the lease rules of anarchon.backend, as
 -- MemoryStore.claim applies them, under a row lock on each job. The common
 -- claim (a new scheduled slot) costs three statements: lock and read the mark,
--- abandon expired older runs and test for a live one, record the decision.
+-- abandon expired older runs and test for a live one, record the decision;
+-- two with overlap "allow".
 CREATE FUNCTION {s}.claim(
     p_job text[], p_slot bigint[], p_manual boolean[], p_token text[], p_instance text[],
     p_started timestamptz[], p_catch_up boolean[], p_missed integer[], p_lease bigint[],
@@ -106,6 +140,38 @@ DECLARE
     v_fencing bigint;
     v_count bigint;
 BEGIN
+    -- A lone scheduled claim with no overlap test wins exactly when its slot
+    -- is above the mark, so one conditional update of its job row decides,
+    -- locks and records it. A new job, a slot at or below the mark (a retry
+    -- among them) and every other claim take the general path further down.
+    IF v_n = 1 AND NOT p_manual[1] AND NOT p_skip[1] THEN
+        WITH j AS (
+            UPDATE {s}.jobs
+                SET mark = p_slot[1], won = p_slot[1], fencing = fencing + 1, run_count = run_count + 1
+                WHERE name = p_job[1] AND (mark IS NULL OR mark < p_slot[1]) RETURNING fencing, run_count
+        ), ins AS (
+            INSERT INTO {s}.runs SELECT
+                p_job[1], p_slot[1], false, 'running', p_instance[1], 1, j.fencing, p_catch_up[1],
+                p_missed[1], p_started[1], NULL, NULL, NULL, p_token[1], p_lease[1], {now} + p_lease[1], false
+            FROM j
+        )
+        SELECT fencing, run_count INTO v_fencing, v_count FROM j;
+        IF FOUND THEN
+            v_now := {now};
+            UPDATE {s}.runs SET status = 'abandoned'
+                WHERE job = p_job[1] AND status = 'running' AND NOT manual
+                  AND slot_ms < p_slot[1] AND expires_ms <= v_now;
+            IF v_count > p_size[1] + p_size[1] / 16 OR p_ttl[1] IS NOT NULL THEN
+                PERFORM {s}.trim_history(p_job[1], v_count, p_size[1], p_ttl[1], v_now);
+            END IF;
+            o_n := 1; o_outcome := 'won'; o_instance := p_instance[1]; o_attempt := 1; o_fencing := v_fencing;
+            o_catch_up := p_catch_up[1]; o_missed := p_missed[1]; o_started_at := p_started[1];
+            o_finished_at := NULL; o_duration_ms := NULL; o_lease_ms := p_lease[1];
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+
     -- Job rows are locked in name order, and missing ones created in name
     -- order, so concurrent multi-job claims queue up instead of deadlocking.
     IF v_n = 1 THEN
@@ -199,32 +265,8 @@ BEGIN
             SELECT fencing, run_count INTO v_fencing, v_count FROM j;
             o_outcome := 'won'; o_fencing := v_fencing; o_finished_at := NULL; o_duration_ms := NULL;
         END IF;
-        -- History: keep the newest `size` records (and every running one),
-        -- then drop finished records older than the TTL. "At least `size`"
-        -- lets a large history be cut once per size/16 claims, not each time.
-        IF v_count > p_size[i] + p_size[i] / 16 THEN
-            WITH cut AS (
-                SELECT slot_ms, manual FROM {s}.runs WHERE job = p_job[i]
-                    ORDER BY slot_ms, manual OFFSET v_count - p_size[i] LIMIT 1
-            ), gone AS (
-                DELETE FROM {s}.runs x USING cut
-                    WHERE x.job = p_job[i] AND x.status <> 'running'
-                      AND (x.slot_ms, x.manual) < (cut.slot_ms, cut.manual)
-                    RETURNING 1
-            )
-            UPDATE {s}.jobs SET run_count = run_count - d.n
-                FROM (SELECT count(*) AS n FROM gone) AS d
-                WHERE name = p_job[i] AND d.n > 0;
-        END IF;
-        IF p_ttl[i] IS NOT NULL THEN
-            WITH gone AS (
-                DELETE FROM {s}.runs
-                    WHERE job = p_job[i] AND status <> 'running' AND slot_ms < v_now - p_ttl[i]
-                    RETURNING 1
-            )
-            UPDATE {s}.jobs SET run_count = run_count - d.n
-                FROM (SELECT count(*) AS n FROM gone) AS d
-                WHERE name = p_job[i] AND d.n > 0;
+        IF v_count > p_size[i] + p_size[i] / 16 OR p_ttl[i] IS NOT NULL THEN
+            PERFORM {s}.trim_history(p_job[i], v_count, p_size[i], p_ttl[i], v_now);
         END IF;
         RETURN NEXT;
     END LOOP;
