@@ -117,10 +117,10 @@ END
 $fn$;
 
 -- Decide many claims in one call; the lease rules of anarchon.backend, as
--- MemoryStore.claim applies them, under a row lock on each job. The common
--- claim (a new scheduled slot) costs three statements: lock and read the mark,
--- abandon expired older runs and test for a live one, record the decision;
--- two with overlap "allow".
+-- MemoryStore.claim applies them, under a row lock on each job. A new slot
+-- costs two statements: lock the job row and read the mark, then decide and
+-- record (a lone claim with overlap "allow" decides in the first, and then
+-- abandons expired older runs).
 CREATE FUNCTION {s}.claim(
     p_job text[], p_slot bigint[], p_manual boolean[], p_token text[], p_instance text[],
     p_started timestamptz[], p_catch_up boolean[], p_missed integer[], p_lease bigint[],
@@ -218,52 +218,43 @@ BEGIN
                 CONTINUE;
             END IF;
         END IF;
-        -- Older scheduled runs whose lease expired are abandoned before the
-        -- overlap test; the two touch disjoint rows, so one snapshot serves both.
-        IF p_manual[i] THEN
-            v_busy := p_skip[i] AND EXISTS (
-                SELECT 1 FROM {s}.runs WHERE job = p_job[i] AND status = 'running' AND expires_ms > v_now
-            );
-        ELSE
-            WITH gone AS (
-                UPDATE {s}.runs SET status = 'abandoned'
-                    WHERE job = p_job[i] AND status = 'running' AND NOT manual
-                      AND slot_ms < p_slot[i] AND expires_ms <= v_now
-            )
+        -- One statement decides and records, under the lock taken above:
+        -- older scheduled runs whose lease expired are abandoned, and with
+        -- overlap "skip" a live run makes the claim skipped. The abandon and
+        -- the overlap test touch disjoint rows, so one snapshot serves both;
+        -- `busy` is materialized so its test runs once, not once per use.
+        WITH gone AS (
+            UPDATE {s}.runs SET status = 'abandoned'
+                WHERE NOT p_manual[i] AND job = p_job[i] AND status = 'running' AND NOT manual
+                  AND slot_ms < p_slot[i] AND expires_ms <= v_now
+        ), busy AS MATERIALIZED (
             SELECT p_skip[i] AND EXISTS (
                 SELECT 1 FROM {s}.runs WHERE job = p_job[i] AND status = 'running' AND expires_ms > v_now
-            ) INTO v_busy;
-        END IF;
-        o_instance := p_instance[i]; o_attempt := 1; o_catch_up := p_catch_up[i]; o_missed := p_missed[i];
-        o_started_at := p_started[i]; o_lease_ms := p_lease[i];
+            ) AS skipped
+        ), j AS (
+            UPDATE {s}.jobs
+                SET mark = CASE WHEN p_manual[i] THEN mark ELSE p_slot[i] END,
+                    won = CASE WHEN p_manual[i] OR busy.skipped THEN won ELSE p_slot[i] END,
+                    fencing = CASE WHEN busy.skipped THEN fencing ELSE fencing + 1 END,
+                    run_count = run_count + 1
+                FROM busy
+                WHERE name = p_job[i]
+                RETURNING busy.skipped, CASE WHEN busy.skipped THEN NULL ELSE fencing END AS fencing, run_count
+        ), ins AS (
+            INSERT INTO {s}.runs SELECT
+                p_job[i], p_slot[i], p_manual[i], CASE WHEN j.skipped THEN 'skipped' ELSE 'running' END,
+                p_instance[i], 1, j.fencing, p_catch_up[i], p_missed[i], p_started[i],
+                CASE WHEN j.skipped THEN p_started[i] END, CASE WHEN j.skipped THEN 0::bigint END, NULL,
+                p_token[i], p_lease[i], CASE WHEN j.skipped THEN v_now ELSE v_now + p_lease[i] END, false
+            FROM j
+        )
+        SELECT j.skipped, j.fencing, j.run_count INTO v_busy, v_fencing, v_count FROM j;
+        o_instance := p_instance[i]; o_attempt := 1; o_fencing := v_fencing; o_catch_up := p_catch_up[i];
+        o_missed := p_missed[i]; o_started_at := p_started[i]; o_lease_ms := p_lease[i];
         IF v_busy THEN
-            WITH j AS (
-                UPDATE {s}.jobs
-                    SET mark = CASE WHEN p_manual[i] THEN mark ELSE p_slot[i] END, run_count = run_count + 1
-                    WHERE name = p_job[i] RETURNING run_count
-            ), ins AS (
-                INSERT INTO {s}.runs SELECT
-                    p_job[i], p_slot[i], p_manual[i], 'skipped', p_instance[i], 1, NULL, p_catch_up[i], p_missed[i],
-                    p_started[i], p_started[i], 0, NULL, p_token[i], p_lease[i], v_now, false
-                FROM j
-            )
-            SELECT run_count INTO v_count FROM j;
-            o_outcome := 'skipped'; o_fencing := NULL; o_finished_at := p_started[i]; o_duration_ms := 0;
+            o_outcome := 'skipped'; o_finished_at := p_started[i]; o_duration_ms := 0;
         ELSE
-            WITH j AS (
-                UPDATE {s}.jobs
-                    SET mark = CASE WHEN p_manual[i] THEN mark ELSE p_slot[i] END,
-                        won = CASE WHEN p_manual[i] THEN won ELSE p_slot[i] END,
-                        fencing = fencing + 1, run_count = run_count + 1
-                    WHERE name = p_job[i] RETURNING fencing, run_count
-            ), ins AS (
-                INSERT INTO {s}.runs SELECT
-                    p_job[i], p_slot[i], p_manual[i], 'running', p_instance[i], 1, j.fencing, p_catch_up[i],
-                    p_missed[i], p_started[i], NULL, NULL, NULL, p_token[i], p_lease[i], v_now + p_lease[i], false
-                FROM j
-            )
-            SELECT fencing, run_count INTO v_fencing, v_count FROM j;
-            o_outcome := 'won'; o_fencing := v_fencing; o_finished_at := NULL; o_duration_ms := NULL;
+            o_outcome := 'won'; o_finished_at := NULL; o_duration_ms := NULL;
         END IF;
         IF v_count > p_size[i] + p_size[i] / 16 OR p_ttl[i] IS NOT NULL THEN
             PERFORM {s}.trim_history(p_job[i], v_count, p_size[i], p_ttl[i], v_now);
