@@ -42,6 +42,24 @@ async def test_one_winner_per_slot_among_racing_instances(make_backend, make_job
     assert [r.slot_ms for r in history] == [SLOT + n * 1000 for n in reversed(range(40))]
 
 
+@pytest.mark.parametrize("overlap", ["allow", "skip"])
+async def test_one_winner_per_slot_among_instances_racing_with_one_claim_each(
+    overlap, make_backend, make_job, make_claim
+):
+    # A lone claim of an overlap-"allow" job is decided by a single conditional update: race it too.
+    instances = [await make_backend() for _ in range(8)]
+    job = make_job(f"lone-{overlap}", overlap=overlap)
+    for n in range(30):
+        slot = SLOT + n * 1000
+        answers = await asyncio.gather(*(b.claim([make_claim(job, slot, f"i{k}")]) for k, b in enumerate(instances)))
+        winners = [k for k, (r,) in enumerate(answers) if r.won]
+        assert len(winners) == 1, (slot, winners)
+        (grant,) = [r.grant for (r,) in answers if r.won]
+        assert grant.fencing == n + 1
+        assert await instances[winners[0]].finish(grant, _finished(grant))
+        assert all(r.outcome is Outcome.LOST for (r,) in answers if not r.won)
+
+
 async def test_answers_line_up_with_the_claims_of_one_call(backend, make_job, make_claim):
     a, b = make_job("a", overlap="allow"), make_job("b", overlap="allow")
     results = await backend.claim(
@@ -188,6 +206,19 @@ async def test_history_keeps_history_size_newest_and_every_running_record(backen
     history = await backend.history("size", limit=100)
     assert [r.slot_ms for r in history] == [SLOT + n * 1000 for n in (11, 10, 9, 8, 7)] + [SLOT]
     assert [r.slot_ms for r in await backend.history("size", limit=2)] == [SLOT + 11_000, SLOT + 10_000]
+
+
+async def test_a_large_history_is_cut_in_batches_and_never_below_its_size(backend, make_job, make_claim):
+    job = make_job("batched", history_size=32, overlap="allow", lease_ms=60_000)  # cut once 32 + 32 // 16 is passed
+    lengths = []
+    for n in range(80):
+        grant = (await backend.claim([make_claim(job, SLOT + n * 1000)]))[0].grant
+        assert await backend.finish(grant, _finished(grant))
+        lengths.append(len(await backend.history("batched", limit=1000)))
+    assert lengths[:32] == list(range(1, 33))
+    assert min(lengths[32:]) == 32 and max(lengths) == 34  # at least the size, and bounded
+    newest = [r.slot_ms for r in await backend.history("batched", limit=32)]
+    assert newest == [SLOT + n * 1000 for n in range(79, 47, -1)]
 
 
 async def test_history_drops_finished_runs_older_than_the_ttl(backend, make_job, make_claim):

@@ -83,8 +83,44 @@ CREATE INDEX runs_running ON {s}.runs (job, expires_ms) WHERE status = 'running'
 
 CREATE FUNCTION {s}.now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS $fn$ SELECT {now} $fn$;
 
+-- History: keep the newest `size` records of a job (and every running one),
+-- then drop finished records older than the TTL. The contract keeps "at
+-- least `size`", so claims call this once the count is size/16 past the size
+-- (sizes under 16 exactly), and a 1,000-run history is cut every 62 claims.
+CREATE FUNCTION {s}.trim_history(p_job text, p_count bigint, p_size bigint, p_ttl bigint, p_now bigint)
+RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF p_count > p_size THEN
+        WITH cut AS (
+            SELECT slot_ms, manual FROM {s}.runs WHERE job = p_job
+                ORDER BY slot_ms, manual OFFSET p_count - p_size LIMIT 1
+        ), gone AS (
+            DELETE FROM {s}.runs x USING cut
+                WHERE x.job = p_job AND x.status <> 'running'
+                  AND (x.slot_ms, x.manual) < (cut.slot_ms, cut.manual)
+                RETURNING 1
+        )
+        UPDATE {s}.jobs SET run_count = run_count - d.n
+            FROM (SELECT count(*) AS n FROM gone) AS d
+            WHERE name = p_job AND d.n > 0;
+    END IF;
+    IF p_ttl IS NOT NULL THEN
+        WITH gone AS (
+            DELETE FROM {s}.runs WHERE job = p_job AND status <> 'running' AND slot_ms < p_now - p_ttl
+                RETURNING 1
+        )
+        UPDATE {s}.jobs SET run_count = run_count - d.n
+            FROM (SELECT count(*) AS n FROM gone) AS d
+            WHERE name = p_job AND d.n > 0;
+    END IF;
+END
+$fn$;
+
 -- Decide many claims in one call; the lease rules of anarchon.backend, as
--- MemoryStore.claim applies them, under a row lock on each job.
+-- MemoryStore.claim applies them, under a row lock on each job. A new slot
+-- costs two statements: lock the job row and read the mark, then decide and
+-- record (a lone claim with overlap "allow" decides in the first, and then
+-- abandons expired older runs).
 CREATE FUNCTION {s}.claim(
     p_job text[], p_slot bigint[], p_manual boolean[], p_token text[], p_instance text[],
     p_started timestamptz[], p_catch_up boolean[], p_missed integer[], p_lease bigint[],
@@ -95,108 +131,133 @@ CREATE FUNCTION {s}.claim(
     o_duration_ms bigint, o_lease_ms bigint
 ) LANGUAGE plpgsql AS $fn$
 DECLARE
-    c record;
+    v_n integer := coalesce(array_length(p_job, 1), 0);
+    v_locked bigint;
     r {s}.runs%ROWTYPE;
     v_now bigint;
     v_mark bigint;
+    v_busy boolean;
     v_fencing bigint;
     v_count bigint;
-    v_deleted bigint;
-    v_more bigint;
-    v_cut_slot bigint;
-    v_cut_manual boolean;
 BEGIN
-    -- New jobs get their row in name order and all rows are locked in name
+    -- A lone scheduled claim with no overlap test wins exactly when its slot
+    -- is above the mark, so one conditional update of its job row decides,
+    -- locks and records it. A new job, a slot at or below the mark (a retry
+    -- among them) and every other claim take the general path further down.
+    IF v_n = 1 AND NOT p_manual[1] AND NOT p_skip[1] THEN
+        WITH j AS (
+            UPDATE {s}.jobs
+                SET mark = p_slot[1], won = p_slot[1], fencing = fencing + 1, run_count = run_count + 1
+                WHERE name = p_job[1] AND (mark IS NULL OR mark < p_slot[1]) RETURNING fencing, run_count
+        ), ins AS (
+            INSERT INTO {s}.runs SELECT
+                p_job[1], p_slot[1], false, 'running', p_instance[1], 1, j.fencing, p_catch_up[1],
+                p_missed[1], p_started[1], NULL, NULL, NULL, p_token[1], p_lease[1], {now} + p_lease[1], false
+            FROM j
+        )
+        SELECT fencing, run_count INTO v_fencing, v_count FROM j;
+        IF FOUND THEN
+            v_now := {now};
+            UPDATE {s}.runs SET status = 'abandoned'
+                WHERE job = p_job[1] AND status = 'running' AND NOT manual
+                  AND slot_ms < p_slot[1] AND expires_ms <= v_now;
+            IF v_count > p_size[1] + p_size[1] / 16 OR p_ttl[1] IS NOT NULL THEN
+                PERFORM {s}.trim_history(p_job[1], v_count, p_size[1], p_ttl[1], v_now);
+            END IF;
+            o_n := 1; o_outcome := 'won'; o_instance := p_instance[1]; o_attempt := 1; o_fencing := v_fencing;
+            o_catch_up := p_catch_up[1]; o_missed := p_missed[1]; o_started_at := p_started[1];
+            o_finished_at := NULL; o_duration_ms := NULL; o_lease_ms := p_lease[1];
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+
+    -- Job rows are locked in name order, and missing ones created in name
     -- order, so concurrent multi-job claims queue up instead of deadlocking.
-    INSERT INTO {s}.jobs (name)
-        SELECT DISTINCT j FROM unnest(p_job) AS j ORDER BY 1
-        ON CONFLICT (name) DO NOTHING;
-    PERFORM 1 FROM {s}.jobs WHERE name = ANY (p_job) ORDER BY name FOR UPDATE;
+    IF v_n = 1 THEN
+        SELECT mark INTO v_mark FROM {s}.jobs WHERE name = p_job[1] FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO {s}.jobs (name) VALUES (p_job[1]) ON CONFLICT (name) DO NOTHING;
+            SELECT mark INTO v_mark FROM {s}.jobs WHERE name = p_job[1] FOR UPDATE;
+        END IF;
+    ELSIF v_n > 1 THEN
+        PERFORM 1 FROM {s}.jobs WHERE name = ANY (p_job) ORDER BY name FOR UPDATE;
+        GET DIAGNOSTICS v_locked = ROW_COUNT;
+        IF v_locked < v_n THEN  -- some job is new (or named twice)
+            INSERT INTO {s}.jobs (name)
+                SELECT DISTINCT j FROM unnest(p_job) AS j ORDER BY 1
+                ON CONFLICT (name) DO NOTHING;
+            PERFORM 1 FROM {s}.jobs WHERE name = ANY (p_job) ORDER BY name FOR UPDATE;
+        END IF;
+    END IF;
     v_now := {now};
 
-    FOR c IN
-        SELECT * FROM unnest(p_job, p_slot, p_manual, p_token, p_instance, p_started, p_catch_up,
-                             p_missed, p_lease, p_skip, p_size, p_ttl)
-            WITH ORDINALITY AS x(job, slot, manual, token, instance, started, catch_up, missed,
-                                 lease, skip, size, ttl, n)
-        ORDER BY x.n
-    LOOP
-        o_n := c.n;
+    FOR i IN 1 .. v_n LOOP
+        o_n := i;
         o_outcome := 'lost';
-        SELECT * INTO r FROM {s}.runs WHERE job = c.job AND slot_ms = c.slot AND manual = c.manual;
-        IF FOUND THEN
-            -- A retried claim (same token) gets its first answer back.
-            IF r.token = c.token AND r.status = 'skipped' THEN
-                o_outcome := 'skipped';
-            ELSIF r.token = c.token AND r.status = 'running' THEN
-                o_outcome := 'won';
-            END IF;
-        ELSE
-            IF NOT c.manual THEN
-                SELECT mark INTO v_mark FROM {s}.jobs WHERE name = c.job;
-                IF v_mark IS NOT NULL AND c.slot <= v_mark THEN
+        IF v_n > 1 AND NOT p_manual[i] THEN
+            SELECT mark INTO v_mark FROM {s}.jobs WHERE name = p_job[i];
+        END IF;
+        -- A scheduled slot above the mark was never decided, so it has no
+        -- record to look up; any other slot may be a retry (same token),
+        -- which gets its first answer back.
+        IF p_manual[i] OR p_slot[i] <= v_mark THEN
+            SELECT * INTO r FROM {s}.runs WHERE job = p_job[i] AND slot_ms = p_slot[i] AND manual = p_manual[i];
+            IF FOUND OR NOT p_manual[i] THEN
+                IF FOUND AND r.token = p_token[i] AND r.status IN ('skipped', 'running') THEN
+                    o_outcome := CASE r.status WHEN 'running' THEN 'won' ELSE 'skipped' END;
+                    o_instance := r.instance; o_attempt := r.attempt; o_fencing := r.fencing;
+                    o_catch_up := r.catch_up; o_missed := r.missed; o_started_at := r.started_at;
+                    o_finished_at := r.finished_at; o_duration_ms := r.duration_ms; o_lease_ms := r.lease_ms;
+                ELSE
                     o_instance := NULL; o_attempt := NULL; o_fencing := NULL; o_catch_up := NULL;
                     o_missed := NULL; o_started_at := NULL; o_finished_at := NULL;
                     o_duration_ms := NULL; o_lease_ms := NULL;
-                    RETURN NEXT;
-                    CONTINUE;
                 END IF;
-                UPDATE {s}.runs SET status = 'abandoned'
-                    WHERE job = c.job AND status = 'running' AND NOT manual
-                      AND slot_ms < c.slot AND expires_ms <= v_now;
-            END IF;
-            IF c.skip AND EXISTS (
-                SELECT 1 FROM {s}.runs WHERE job = c.job AND status = 'running' AND expires_ms > v_now
-            ) THEN
-                UPDATE {s}.jobs
-                    SET mark = CASE WHEN c.manual THEN mark ELSE c.slot END, run_count = run_count + 1
-                    WHERE name = c.job RETURNING run_count INTO v_count;
-                INSERT INTO {s}.runs VALUES (
-                    c.job, c.slot, c.manual, 'skipped', c.instance, 1, NULL, c.catch_up, c.missed,
-                    c.started, c.started, 0, NULL, c.token, c.lease, v_now, false
-                ) RETURNING * INTO r;
-                o_outcome := 'skipped';
-            ELSE
-                UPDATE {s}.jobs
-                    SET mark = CASE WHEN c.manual THEN mark ELSE c.slot END,
-                        won = CASE WHEN c.manual THEN won ELSE c.slot END,
-                        fencing = fencing + 1, run_count = run_count + 1
-                    WHERE name = c.job RETURNING fencing, run_count INTO v_fencing, v_count;
-                INSERT INTO {s}.runs VALUES (
-                    c.job, c.slot, c.manual, 'running', c.instance, 1, v_fencing, c.catch_up, c.missed,
-                    c.started, NULL, NULL, NULL, c.token, c.lease, v_now + c.lease, false
-                ) RETURNING * INTO r;
-                o_outcome := 'won';
-            END IF;
-            -- History: keep the newest `size` records (and every running one),
-            -- then drop finished records older than the TTL.
-            v_deleted := 0;
-            IF v_count > c.size THEN
-                SELECT slot_ms, manual INTO v_cut_slot, v_cut_manual FROM {s}.runs
-                    WHERE job = c.job ORDER BY slot_ms, manual OFFSET v_count - c.size LIMIT 1;
-                DELETE FROM {s}.runs
-                    WHERE job = c.job AND status <> 'running'
-                      AND (slot_ms, manual) < (v_cut_slot, v_cut_manual);
-                GET DIAGNOSTICS v_deleted = ROW_COUNT;
-            END IF;
-            IF c.ttl IS NOT NULL THEN
-                DELETE FROM {s}.runs
-                    WHERE job = c.job AND status <> 'running' AND slot_ms < v_now - c.ttl;
-                GET DIAGNOSTICS v_more = ROW_COUNT;
-                v_deleted := v_deleted + v_more;
-            END IF;
-            IF v_deleted > 0 THEN
-                UPDATE {s}.jobs SET run_count = run_count - v_deleted WHERE name = c.job;
+                RETURN NEXT;
+                CONTINUE;
             END IF;
         END IF;
-        IF o_outcome = 'lost' THEN
-            o_instance := NULL; o_attempt := NULL; o_fencing := NULL; o_catch_up := NULL;
-            o_missed := NULL; o_started_at := NULL; o_finished_at := NULL;
-            o_duration_ms := NULL; o_lease_ms := NULL;
+        -- One statement decides and records, under the lock taken above:
+        -- older scheduled runs whose lease expired are abandoned, and with
+        -- overlap "skip" a live run makes the claim skipped. The abandon and
+        -- the overlap test touch disjoint rows, so one snapshot serves both;
+        -- `busy` is materialized so its test runs once, not once per use.
+        WITH gone AS (
+            UPDATE {s}.runs SET status = 'abandoned'
+                WHERE NOT p_manual[i] AND job = p_job[i] AND status = 'running' AND NOT manual
+                  AND slot_ms < p_slot[i] AND expires_ms <= v_now
+        ), busy AS MATERIALIZED (
+            SELECT p_skip[i] AND EXISTS (
+                SELECT 1 FROM {s}.runs WHERE job = p_job[i] AND status = 'running' AND expires_ms > v_now
+            ) AS skipped
+        ), j AS (
+            UPDATE {s}.jobs
+                SET mark = CASE WHEN p_manual[i] THEN mark ELSE p_slot[i] END,
+                    won = CASE WHEN p_manual[i] OR busy.skipped THEN won ELSE p_slot[i] END,
+                    fencing = CASE WHEN busy.skipped THEN fencing ELSE fencing + 1 END,
+                    run_count = run_count + 1
+                FROM busy
+                WHERE name = p_job[i]
+                RETURNING busy.skipped, CASE WHEN busy.skipped THEN NULL ELSE fencing END AS fencing, run_count
+        ), ins AS (
+            INSERT INTO {s}.runs SELECT
+                p_job[i], p_slot[i], p_manual[i], CASE WHEN j.skipped THEN 'skipped' ELSE 'running' END,
+                p_instance[i], 1, j.fencing, p_catch_up[i], p_missed[i], p_started[i],
+                CASE WHEN j.skipped THEN p_started[i] END, CASE WHEN j.skipped THEN 0::bigint END, NULL,
+                p_token[i], p_lease[i], CASE WHEN j.skipped THEN v_now ELSE v_now + p_lease[i] END, false
+            FROM j
+        )
+        SELECT j.skipped, j.fencing, j.run_count INTO v_busy, v_fencing, v_count FROM j;
+        o_instance := p_instance[i]; o_attempt := 1; o_fencing := v_fencing; o_catch_up := p_catch_up[i];
+        o_missed := p_missed[i]; o_started_at := p_started[i]; o_lease_ms := p_lease[i];
+        IF v_busy THEN
+            o_outcome := 'skipped'; o_finished_at := p_started[i]; o_duration_ms := 0;
         ELSE
-            o_instance := r.instance; o_attempt := r.attempt; o_fencing := r.fencing;
-            o_catch_up := r.catch_up; o_missed := r.missed; o_started_at := r.started_at;
-            o_finished_at := r.finished_at; o_duration_ms := r.duration_ms; o_lease_ms := r.lease_ms;
+            o_outcome := 'won'; o_finished_at := NULL; o_duration_ms := NULL;
+        END IF;
+        IF v_count > p_size[i] + p_size[i] / 16 OR p_ttl[i] IS NOT NULL THEN
+            PERFORM {s}.trim_history(p_job[i], v_count, p_size[i], p_ttl[i], v_now);
         END IF;
         RETURN NEXT;
     END LOOP;
