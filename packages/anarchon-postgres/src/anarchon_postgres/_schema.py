@@ -128,7 +128,7 @@ CREATE FUNCTION {s}.claim(
 ) RETURNS TABLE (
     o_n integer, o_outcome text, o_instance text, o_attempt integer, o_fencing bigint,
     o_catch_up boolean, o_missed integer, o_started_at timestamptz, o_finished_at timestamptz,
-    o_duration_ms bigint, o_lease_ms bigint
+    o_duration_ms bigint, o_lease_ms bigint, o_supersedes bigint
 ) LANGUAGE plpgsql AS $fn$
 DECLARE
     v_n integer := coalesce(array_length(p_job, 1), 0);
@@ -139,6 +139,7 @@ DECLARE
     v_busy boolean;
     v_fencing bigint;
     v_count bigint;
+    v_gone bigint;
 BEGIN
     -- A lone scheduled claim with no overlap test wins exactly when its slot
     -- is above the mark, so one conditional update of its job row decides,
@@ -158,9 +159,21 @@ BEGIN
         SELECT fencing, run_count INTO v_fencing, v_count FROM j;
         IF FOUND THEN
             v_now := {now};
-            UPDATE {s}.runs SET status = 'abandoned'
-                WHERE job = p_job[1] AND status = 'running' AND NOT manual
-                  AND slot_ms < p_slot[1] AND expires_ms <= v_now;
+            WITH gone AS (
+                UPDATE {s}.runs SET status = 'abandoned'
+                    WHERE job = p_job[1] AND status = 'running' AND NOT manual
+                      AND slot_ms < p_slot[1] AND expires_ms <= v_now
+                    RETURNING slot_ms
+            )
+            SELECT max(slot_ms) INTO v_gone FROM gone;
+            -- The update above replaced `won`; the dead run was it when no slot since ran.
+            o_supersedes := NULL;
+            IF v_gone IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM {s}.runs WHERE job = p_job[1] AND NOT manual AND status <> 'skipped'
+                    AND slot_ms > v_gone AND slot_ms < p_slot[1]
+            ) THEN
+                o_supersedes := v_gone;
+            END IF;
             IF v_count > p_size[1] + p_size[1] / 16 OR p_ttl[1] IS NOT NULL THEN
                 PERFORM {s}.trim_history(p_job[1], v_count, p_size[1], p_ttl[1], v_now);
             END IF;
@@ -195,6 +208,7 @@ BEGIN
     FOR i IN 1 .. v_n LOOP
         o_n := i;
         o_outcome := 'lost';
+        o_supersedes := NULL;
         IF v_n > 1 AND NOT p_manual[i] THEN
             SELECT mark INTO v_mark FROM {s}.jobs WHERE name = p_job[i];
         END IF;
@@ -227,6 +241,9 @@ BEGIN
             UPDATE {s}.runs SET status = 'abandoned'
                 WHERE NOT p_manual[i] AND job = p_job[i] AND status = 'running' AND NOT manual
                   AND slot_ms < p_slot[i] AND expires_ms <= v_now
+                RETURNING slot_ms
+        ), prev AS (
+            SELECT won FROM {s}.jobs WHERE name = p_job[i]  -- the statement's snapshot: before `j`
         ), busy AS MATERIALIZED (
             SELECT p_skip[i] AND EXISTS (
                 SELECT 1 FROM {s}.runs WHERE job = p_job[i] AND status = 'running' AND expires_ms > v_now
@@ -248,13 +265,15 @@ BEGIN
                 p_token[i], p_lease[i], CASE WHEN j.skipped THEN v_now ELSE v_now + p_lease[i] END, false
             FROM j
         )
-        SELECT j.skipped, j.fencing, j.run_count INTO v_busy, v_fencing, v_count FROM j;
+        SELECT j.skipped, j.fencing, j.run_count,
+               (SELECT max(g.slot_ms) FROM gone g JOIN prev ON g.slot_ms = prev.won)
+            INTO v_busy, v_fencing, v_count, v_gone FROM j;
         o_instance := p_instance[i]; o_attempt := 1; o_fencing := v_fencing; o_catch_up := p_catch_up[i];
         o_missed := p_missed[i]; o_started_at := p_started[i]; o_lease_ms := p_lease[i];
         IF v_busy THEN
             o_outcome := 'skipped'; o_finished_at := p_started[i]; o_duration_ms := 0;
         ELSE
-            o_outcome := 'won'; o_finished_at := NULL; o_duration_ms := NULL;
+            o_outcome := 'won'; o_finished_at := NULL; o_duration_ms := NULL; o_supersedes := v_gone;
         END IF;
         IF v_count > p_size[i] + p_size[i] / 16 OR p_ttl[i] IS NOT NULL THEN
             PERFORM {s}.trim_history(p_job[i], v_count, p_size[i], p_ttl[i], v_now);

@@ -335,6 +335,7 @@ class PostgresBackend(Backend):
             missed=row["o_missed"],
             started_at_ms=datetime_to_ms(started) if started else 0,
             lease_ms=row["o_lease_ms"],
+            supersedes=row.get("o_supersedes"),  # absent from a schema made before it existed
         )
         return ClaimResult(Outcome.WON, grant)
 

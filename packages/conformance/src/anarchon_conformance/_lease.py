@@ -188,6 +188,21 @@ class LeaseTests(SuiteBase):
 
     @pytest.mark.asyncio
     @requires("lease")
+    async def test_a_grant_names_the_dead_run_it_supersedes_with_overlap_allowed(
+        self, conformance: Conformance
+    ) -> None:
+        job = conformance.job("supersedes-allow", lease_ms=LEASE_MS, overlap="allow")
+        a, b = await conformance.instances(2)
+        s1, s2 = conformance.slots(2)
+        await _won(a, job, s1)
+        await a.die()
+        await _expire(conformance)
+        grant = await _won(b, job, s2)
+        assert grant.supersedes == s1
+        assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
+
+    @pytest.mark.asyncio
+    @requires("lease")
     async def test_a_dead_run_older_than_the_newest_won_is_not_named(self, conformance: Conformance) -> None:
         job = conformance.job("older-dead", lease_ms=LEASE_MS, overlap="allow")
         a, b = await conformance.instances(2)
