@@ -147,3 +147,23 @@ async def test_a_broken_connection_is_reopened_by_the_next_call(instances, make_
     (result,) = await a.claim([make_claim(job, SLOT)])
     assert result.won
     assert a._conn is not conn
+
+
+async def test_writers_of_one_process_take_turns_within_the_busy_timeout(db_path, instances, make_job, make_claim):
+    """The per-file turn that spares SQLite's sleeping busy handler is waited for like SQLite's lock."""
+    from anarchon_sqlite import _waiting
+
+    a, b = await instances(2, busy_timeout_ms=150)
+    job = make_job("turns", overlap="allow")
+    turn = _waiting._turn(a.path)
+    assert turn.acquire(timeout=5)  # a writer of this process inside its transaction, for too long
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked") as caught:
+            await a.claim([make_claim(job, SLOT, "a")])
+        assert "busy_timeout_ms=150" in str(caught.value)
+        assert await b.history("turns") == []  # reads do not wait for writers
+    finally:
+        turn.release()
+    answers = await asyncio.gather(*(x.claim([make_claim(job, SLOT + 1000, n)]) for n, x in (("a", a), ("b", b))))
+    assert sorted(r[0].outcome for r in answers) == [Outcome.LOST, Outcome.WON]
+    assert [r.slot_ms for r in await b.history("turns")] == [SLOT + 1000]

@@ -140,3 +140,28 @@ async def test_empty_batches_cost_nothing(instances):
     assert await a.renew([]) == []
     assert await a.take_over([], "a") == []
     assert await a.marks([]) == {}
+
+
+async def test_marks_of_more_jobs_than_one_statement_reads(instances, make_job, make_claim):
+    (a,) = await instances(1)
+    jobs = [make_job(f"many-{k:03d}") for k in range(450)]
+    won = jobs[::7]
+    assert all(r.won for r in await a.claim([make_claim(job, SLOT + k, "a") for k, job in enumerate(won)]))
+    expected = {job.name: None for job in jobs} | {job.name: SLOT + k for k, job in enumerate(won)}
+    assert await a.marks(jobs) == expected
+    assert await a.marks(jobs[-3:] + jobs[-3:]) == {job.name: expected[job.name] for job in jobs[-3:]}
+
+
+async def test_a_claim_reads_once_and_writes_the_record_and_the_book(instances, make_job, make_claim):
+    """The job's book, the slot's record and the live leases come from one read; nothing else is asked."""
+    (a,) = await instances(1)
+    job = make_job("lean")
+    (first,) = await a.claim([make_claim(job, SLOT)])
+    assert first.grant is not None
+    await a.finish(first.grant, (await a.history("lean"))[0].replace(status=RunStatus.SUCCEEDED))
+    statements: list[str] = []
+    assert a._conn is not None
+    await a._conn.set_trace_callback(statements.append)
+    (second,) = await a.claim([make_claim(job, SLOT + 1000)])
+    assert second.won
+    assert [s.split()[0] for s in statements] == ["BEGIN", "SELECT", "INSERT", "UPDATE", "COMMIT"]

@@ -231,3 +231,29 @@ async def test_history_of_an_unknown_job_is_empty(instances):
     (a,) = await instances(1)
     assert await a.history("nobody") == []
     assert await a.last_run("nobody") is None
+
+
+async def test_take_over_touches_only_the_jobs_it_is_given(instances, make_job, make_claim, wait_until):
+    """One read finds every expired lease in the file; runs of jobs not asked about stay as they are."""
+    a, b = await instances(2)
+    mine, theirs = make_job("mine", lease_ms=LEASE), make_job("theirs", lease_ms=LEASE)
+    await a.claim([make_claim(mine, SLOT, "a"), make_claim(theirs, SLOT, "a")])
+    (taken,) = await wait_until(lambda: b.take_over([mine, mine], "b"))  # named twice, taken over once
+    assert taken.grant is not None
+    assert (taken.grant.job, taken.grant.attempt) == ("mine", 2)
+    (other,) = await b.history("theirs")
+    assert (other.status, other.attempt, other.instance) == (RunStatus.RUNNING, 1, "a")
+    (again,) = await b.take_over([theirs], "b")
+    assert again.grant is not None
+    assert (again.grant.job, again.grant.attempt) == ("theirs", 2)
+
+
+async def test_a_take_over_poll_of_many_jobs_is_one_read(instances, make_job, make_claim):
+    (a,) = await instances(1)
+    jobs = [make_job(f"poll-{k}", lease_ms=60_000) for k in range(300)]
+    await a.claim([make_claim(job, SLOT) for job in jobs[:5]])
+    statements: list[str] = []
+    assert a._conn is not None
+    await a._conn.set_trace_callback(statements.append)
+    assert await a.take_over(jobs, "a") == []  # every lease still held
+    assert [s.split()[0] for s in statements] == ["BEGIN", "SELECT", "COMMIT"]

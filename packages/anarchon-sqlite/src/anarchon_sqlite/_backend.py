@@ -19,6 +19,7 @@ from anarchon.run import Run
 from . import _store
 from ._errors import DatabaseFileError
 from ._schema import SYNCHRONOUS_MODES, open_store
+from ._waiting import in_turn, is_busy
 
 if TYPE_CHECKING:
     from anarchon.job import Job
@@ -28,12 +29,6 @@ __all__ = ["SQLiteBackend"]
 T = TypeVar("T")
 
 _URL_FORMS = "sqlite:///relative/path.sqlite3 or sqlite:////absolute/path.sqlite3"
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    """A lock held too long by another process: the connection itself is fine."""
-    name = getattr(exc, "sqlite_errorname", "")
-    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc)
 
 
 async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -187,7 +182,7 @@ class SQLiteBackend(Backend):
             )
         except sqlite3.OperationalError as exc:
             await conn.close()
-            if _is_busy(exc):
+            if is_busy(exc):
                 raise
             raise self._unopenable(exc) from exc
         except BaseException:
@@ -226,7 +221,7 @@ class SQLiteBackend(Backend):
         try:
             result = await _on_thread(conn, fn)
         except sqlite3.Error as exc:
-            if _is_busy(exc):
+            if is_busy(exc):
                 raise sqlite3.OperationalError(
                     f"SQLite database {self.path} is locked: another process held its write lock longer than "
                     f"busy_timeout_ms={self.busy_timeout_ms}; this call's answer is unknown and the scheduler "
@@ -239,7 +234,8 @@ class SQLiteBackend(Backend):
 
     async def _write(self, body: _store.Body[T]) -> T:
         clock = self._clock
-        return await self._call(lambda conn: _store.transaction(conn, body, clock))
+        path, timeout_s = self.path, self.busy_timeout_ms / 1000
+        return await self._call(lambda conn: in_turn(path, timeout_s, lambda: _store.transaction(conn, body, clock)))
 
     # -- claiming --------------------------------------------------------------------
 
