@@ -140,7 +140,7 @@ def _run(row: Row) -> Run:
     )
 
 
-def _grant(row: Row) -> Grant:
+def _grant(row: Row, supersedes: int | None = None) -> Grant:
     started_us = row[9]
     return Grant(
         job=row[0],
@@ -154,6 +154,7 @@ def _grant(row: Row) -> Grant:
         missed=row[8],
         started_at_ms=round(started_us / 1000) if started_us is not None else 0,
         lease_ms=row[14],
+        supersedes=supersedes,
     )
 
 
@@ -187,6 +188,13 @@ def transaction(conn: sqlite3.Connection, body: Body[T], clock: Callable[[], int
 # -- claim ------------------------------------------------------------------------
 
 
+#: Whether the newest slot won is a dead run (running, lease expired), which this claim supersedes.
+_SELECT_DEAD = (
+    "SELECT 1 FROM anarchon_runs WHERE job = ? AND slot_ms = ? AND manual = 0 AND status = 'running' "
+    "AND expires_ms <= ?"
+)
+
+
 def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     opts = c.job.options
     name = c.job.name
@@ -208,10 +216,13 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     if not known:
         conn.execute("INSERT INTO anarchon_jobs (job) VALUES (?)", (name,))
         fencing, kept = 0, 0
+    supersedes = None
     if not c.manual:
         if mark is not None and c.slot_ms <= mark:
             return ClaimResult(Outcome.LOST)
         if dead:
+            if won is not None and conn.execute(_SELECT_DEAD, (name, won, now)).fetchone() is not None:
+                supersedes = won
             conn.execute(
                 "UPDATE anarchon_runs INDEXED BY anarchon_runs_running SET status = 'abandoned' "
                 "WHERE job = ? AND status = 'running' "
@@ -235,7 +246,7 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
             name, c.slot_ms, manual, RunStatus.RUNNING.value, c.instance, 1, fencing, int(c.catch_up), c.missed,
             started_us, None, None, None, c.token, opts.lease_ms, now + opts.lease_ms, 0,
         )  # fmt: skip
-        result = ClaimResult(Outcome.WON, _grant(row))
+        result = ClaimResult(Outcome.WON, _grant(row, supersedes))
     conn.execute(_INSERT_RUN, row)
     kept = _trim(conn, c.job, kept + 1, now)
     conn.execute(
