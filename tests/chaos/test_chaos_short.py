@@ -37,10 +37,7 @@ def test_short_chaos_run_keeps_the_promises(backend: str) -> None:
     # Not tmp_path: initdb and the RabbitMQ node run as their own users, who cannot enter pytest's 0700 dirs.
     workdir = Path(tempfile.mkdtemp(prefix="anarchon-chaos-"))
     try:
-        # rules_only: an abandoned slot whose next slot was skipped for the same dying run follows SPEC §1 but
-        # still loses a run; it happens on PostgreSQL in some timings after a broker restart and is open work
-        # (the full `make chaos` counts it as broken). Here it is a warning; duplicates and every other loss fail.
-        config = Config(short=True, seconds=20, jobs=5, seed=SEED, workdir=workdir, rules_only=True)
+        config = Config(short=True, seconds=20, jobs=5, seed=SEED, workdir=workdir)
         verdict = run_scenario(backend, config)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
