@@ -27,8 +27,8 @@ _resume = False
 class CollectionDeferred:
     """No automatic cyclic collection from ``with`` until :meth:`end` or the block's end.
 
-    Reference counting still frees what is not in a cycle. Call :meth:`end`
-    before waiting for long (a retry's back-off), so a stalled backend never
+    Reference counting still frees what is not in a cycle. Hold it only
+    around work that does not wait for I/O, so a slow or stalled backend never
     holds the collector off.
     """
 

@@ -526,8 +526,10 @@ class Scheduler:
 
     async def _claim_and_run(self, claims: list[Claim]) -> None:
         try:
-            with CollectionDeferred() as deferral:
-                results, sent = await self._decide(claims, deferral)
+            # Not held while the backend answers: that wait may be long (a slow or
+            # stalled store, batches overlapping), and collecting then costs nothing.
+            results, sent = await self._decide(claims)
+            with CollectionDeferred():
                 for claim, result in zip(claims, results, strict=True):
                     self._dispatch(claim.job, claim.slot_ms, result, sent)
                 # The runs just spawned were queued first: they start (up to their
@@ -553,9 +555,7 @@ class Scheduler:
                 return
             await asyncio.sleep(min(left, max(gap, 0) / 1000 + 0.002))
 
-    async def _decide(
-        self, claims: list[Claim], deferral: CollectionDeferred | None = None
-    ) -> tuple[list[ClaimResult], float]:
+    async def _decide(self, claims: list[Claim]) -> tuple[list[ClaimResult], float]:
         """Claim, retrying with the same tokens where that is the only way not to lose the slot.
 
         A claim backend that recognises a retried token gets retries until the
@@ -576,8 +576,6 @@ class Scheduler:
                 deadline = min(c.slot_ms + c.job.options.max_late_ms for c in claims)
                 if not retry or self._stopping or self.clock.now_ms() + delay * 1000 >= deadline:
                     return [ClaimResult(Outcome.UNKNOWN) for _ in claims], sent
-                if deferral is not None:
-                    deferral.end()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
