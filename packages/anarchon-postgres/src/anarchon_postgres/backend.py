@@ -61,18 +61,6 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
-def _usable(conn: asyncpg.Connection) -> bool:
-    """Whether a connection kept out of the pool can still be used.
-
-    When its session ends, asyncpg hands the connection back to the pool by
-    itself, and the proxy then refuses every call.
-    """
-    try:
-        return not conn.is_closed()
-    except asyncpg.InterfaceError:
-        return False
-
-
 def _claim_args(c: Claim) -> tuple[Any, ...]:
     """One claim as the claim function's parameters, in order (one element of each array)."""
     options = c.job.options
@@ -126,9 +114,6 @@ class PostgresBackend(Backend):
         self._timeout = timeout_ms / 1000
         self._own_pool = pool is None
         self._pool: asyncpg.Pool | None = pool
-        #: Own pool only: one connection kept acquired for calls one at a time (see _on_held).
-        self._held: asyncpg.Connection | None = None
-        self._held_busy = False
         self._sql = Statements.for_schema(quote_schema(schema))
 
     @classmethod
@@ -203,10 +188,7 @@ class PostgresBackend(Backend):
         if not self._own_pool or self._pool is None:
             return
         pool, self._pool = self._pool, None
-        held, self._held = self._held, None
         try:
-            if held is not None:
-                await pool.release(held)
             await asyncio.wait_for(pool.close(), self._timeout)
         except (Exception, asyncio.TimeoutError):
             pool.terminate()
@@ -234,12 +216,6 @@ class PostgresBackend(Backend):
     async def _attempt(
         self, pool: asyncpg.Pool, op: Callable[[asyncpg.Connection, bool], Awaitable[T]], *, retry: bool
     ) -> T:
-        if self._own_pool and not self._held_busy:
-            self._held_busy = True
-            try:
-                return await self._on_held(pool, op, retry)
-            finally:
-                self._held_busy = False
         # A free connection is handed over at once; only a wait for one needs the timer (and
         # asyncpg's timed acquire costs a task and a loop turn per call).
         acquiring = pool.acquire() if pool.get_idle_size() else pool.acquire(timeout=self._timeout)
@@ -249,40 +225,6 @@ class PostgresBackend(Backend):
             except _SUSPECT:
                 conn.terminate()
                 raise
-
-    async def _on_held(
-        self, pool: asyncpg.Pool, op: Callable[[asyncpg.Connection, bool], Awaitable[T]], retry: bool
-    ) -> T:
-        """Run ``op`` on the connection the backend keeps out of its own pool.
-
-        Acquiring and releasing a pooled connection costs more client CPU than
-        a claim's own round trip; calls one at a time (a scheduler's usual
-        pace) use this one, overlapping calls take turns with the pool. A
-        connection in doubt (dead, cancelled mid-call, or a client error) is
-        terminated and handed back, and the next call takes a fresh one.
-        """
-        conn = self._held
-        if conn is not None and not _usable(conn):  # the session ended while idle, as the pool would notice
-            await self._drop_held(pool, conn)
-            conn = None
-        if conn is None:
-            conn = self._held = await pool.acquire(timeout=self._timeout)
-        try:
-            return await op(conn, retry)
-        except asyncpg.PostgresError as exc:
-            if isinstance(exc, _SUSPECT):
-                await self._drop_held(pool, conn)
-            raise  # the server answered: the connection is fine
-        except BaseException:
-            await self._drop_held(pool, conn)
-            raise
-
-    async def _drop_held(self, pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
-        if self._held is conn:
-            self._held = None
-        if _usable(conn):
-            conn.terminate()
-        await pool.release(conn)  # does nothing if the pool took it back already
 
     # -- claiming -----------------------------------------------------------
 
