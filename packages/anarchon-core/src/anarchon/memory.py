@@ -192,9 +192,11 @@ class MemoryStore:
 
     def take_over(self, job: Job, instance: str) -> list[ClaimResult]:
         won: list[ClaimResult] = []
+        book = self._books.get(job.name)
+        if book is None or not book.running:
+            return won  # nothing running: nothing to take over (read without the lock, as a poll)
         with self._lock:
             now = self.clock()
-            book = self._book(job.name)
             for slot, manual in sorted(book.running):
                 rec = book.runs[slot, manual]
                 if rec.expires_ms > now:
