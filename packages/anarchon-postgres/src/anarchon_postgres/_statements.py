@@ -24,6 +24,7 @@ class Statements:
     claim: str
     claim_one: str
     take_over: str
+    expired_jobs: str
     renew: str
     finish: str
     finish_retry: str
@@ -49,6 +50,8 @@ class Statements:
                 "ARRAY[$9::bigint], ARRAY[$10::boolean], ARRAY[$11::bigint], ARRAY[$12::bigint])"
             ),
             take_over=f"SELECT * FROM {s}.take_over($1, $2, $3, $4)",
+            # From the partial index of running runs: cheap however many jobs there are.
+            expired_jobs=f"SELECT DISTINCT job FROM {s}.runs WHERE status = 'running' AND expires_ms <= {_NOW_MS}",
             renew=(
                 f"UPDATE {s}.runs r SET expires_ms = {_NOW_MS} + r.lease_ms "
                 "FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[]) AS g(job, slot_ms, manual, token) "
