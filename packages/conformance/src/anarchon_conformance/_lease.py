@@ -155,9 +155,10 @@ class LeaseTests(SuiteBase):
         assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_attempts the record is {run!r}"
 
     @pytest.mark.asyncio
+    @pytest.mark.parametrize("overlap", ["skip", "allow"])
     @requires("lease")
-    async def test_a_newer_slot_abandons_an_older_dead_run(self, conformance: Conformance) -> None:
-        job = conformance.job("newer", lease_ms=LEASE_MS)
+    async def test_a_newer_slot_abandons_an_older_dead_run(self, conformance: Conformance, overlap: str) -> None:
+        job = conformance.job(f"newer-{overlap}", lease_ms=LEASE_MS, overlap=overlap)
         a, b = await conformance.instances(2)
         s1, s2 = conformance.slots(2)
         await _won(a, job, s1)
@@ -184,21 +185,6 @@ class LeaseTests(SuiteBase):
         await _expire(conformance, lease_ms)
         grant = await _won(b, job, s3)
         assert grant.supersedes == s1, f"the grant of {s3} must name the dead run of {s1}, not {grant.supersedes}"
-        assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
-
-    @pytest.mark.asyncio
-    @requires("lease")
-    async def test_a_grant_names_the_dead_run_it_supersedes_with_overlap_allowed(
-        self, conformance: Conformance
-    ) -> None:
-        job = conformance.job("supersedes-allow", lease_ms=LEASE_MS, overlap="allow")
-        a, b = await conformance.instances(2)
-        s1, s2 = conformance.slots(2)
-        await _won(a, job, s1)
-        await a.die()
-        await _expire(conformance)
-        grant = await _won(b, job, s2)
-        assert grant.supersedes == s1
         assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
 
     @pytest.mark.asyncio
