@@ -211,6 +211,10 @@ class PostgresBackend(Backend):
             return await self._attempt(pool, op, retry=False)
         except _RETRYABLE as exc:
             log.info("anarchon-postgres: %s failed (%s: %s); retrying once", what, type(exc).__name__, exc)
+            if isinstance(exc, _DEAD):
+                # What ended one session (a server restart, killed backends) likely ended the
+                # idle ones too: have the pool replace them, so the retry gets a fresh one.
+                await pool.expire_connections()
         return await self._attempt(pool, op, retry=True)
 
     async def _attempt(
