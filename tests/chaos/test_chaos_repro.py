@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 import time
 import uuid
 from collections.abc import Iterator
@@ -83,7 +84,7 @@ async def test_a_grant_answered_after_its_lease_expired_is_not_run_beside_the_ta
         slot_s = (int(time.time()) // PERIOD_S + 1) * PERIOD_S
         await asyncio.sleep(slot_s - time.time() - 0.3)
         # The claim reaches Redis and wins; its answer (and every later one) stays in the proxy.
-        proxy.hold_answers_after(str(slot_s * 1000).encode())
+        proxy.hold_answers_after(struct.pack("<d", slot_s * 1000))  # the slot as the claim script gets it
         await asyncio.sleep(0.5)
         await backup.start()  # too late for the slot, in time to take it over when the lease expires
         assert proxy.triggered.is_set(), "the claim was not sent"
