@@ -36,17 +36,22 @@ def test_short_chaos_run_keeps_the_promises(backend: str) -> None:
         pytest.skip(f"!!! SKIPPED: {backend} fault run cannot start here: {reason}")
     # Not tmp_path: initdb and the RabbitMQ node run as their own users, who cannot enter pytest's 0700 dirs.
     workdir = Path(tempfile.mkdtemp(prefix="anarchon-chaos-"))
+    kept = True  # a failure keeps the ledger and logs: a rare failure may not come back
     try:
         config = Config(short=True, seconds=20, jobs=5, seed=SEED, workdir=workdir)
         verdict = run_scenario(backend, config)
+        print(summary_line(verdict))
+        for warning in verdict.warnings:
+            print(f"warning: {warning}")
+        assert verdict.error is None, verdict.error
+        assert verdict.faults["kill9"] >= 1, f"no instance was killed: {verdict.plan}"
+        assert verdict.slots >= 5 * 10 and verdict.runs > 0, summary_line(verdict)
+        assert verdict.duplicates == [], verdict.duplicates
+        # On a lease backend: no slot lost while an instance was up (the verdict's definition, chaos/judge.py).
+        assert verdict.broken == [], verdict.broken
+        kept = False
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    print(summary_line(verdict))
-    for warning in verdict.warnings:
-        print(f"warning: {warning}")
-    assert verdict.error is None, verdict.error
-    assert verdict.faults["kill9"] >= 1, f"no instance was killed: {verdict.plan}"
-    assert verdict.slots >= 5 * 10 and verdict.runs > 0, summary_line(verdict)
-    assert verdict.duplicates == [], verdict.duplicates
-    # On a lease backend: no slot lost while an instance was up (the verdict's definition, chaos/judge.py).
-    assert verdict.broken == [], verdict.broken
+        if kept:
+            print(f"ledgers and logs kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
