@@ -17,12 +17,13 @@ for all of them").
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
 from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
-from nats.js.errors import APIError, BadRequestError, NotFoundError
+from nats.js.errors import APIError, BadRequestError, NotFoundError, ServerError
 
 from anarchon.errors import AnarchonError
 
@@ -33,6 +34,9 @@ __all__ = ["StreamConflictError", "StreamNeeds", "ensure_stream"]
 log = logging.getLogger("anarchon.nats")
 
 _NAME_IN_USE = 10058
+#: "error creating store for stream": transient when creates of one name race, or a delete is still settling.
+_STORE_FAILED = 10049
+_CREATE_TRIES = 5
 
 
 class StreamConflictError(AnarchonError, RuntimeError):
@@ -81,22 +85,30 @@ def _updated(current: StreamConfig, needs: StreamNeeds) -> StreamConfig | None:
 
 async def ensure_stream(js: JetStreamContext, needs: StreamNeeds) -> StreamConfig:
     """Create or update the stream; returns its config as the server holds it now."""
-    try:
-        info = await js.stream_info(needs.name)
-    except NotFoundError:
+    for attempt in range(1, _CREATE_TRIES + 1):
+        try:
+            info = await js.stream_info(needs.name)
+            break
+        except NotFoundError:
+            pass
         try:
             created = await js.add_stream(_new_config(needs))
             log.info("created JetStream stream %s for %s", needs.name, needs.subject)
             return created.config
-        except BadRequestError as exc:
+        except (BadRequestError, ServerError) as exc:
             # Another instance may have created it first: NATS answers "name in use", or, when the
-            # two creates race, "subjects overlap" (with the stream of this very name).
+            # two creates race, "subjects overlap" (with the stream of this very name) or, while
+            # the winner's store is being made, "error creating store for stream".
             try:
                 info = await js.stream_info(needs.name)
             except NotFoundError:
+                if exc.err_code == _STORE_FAILED and attempt < _CREATE_TRIES:
+                    await asyncio.sleep(0.05 * attempt)
+                    continue
                 raise _conflict(needs, exc, "create") from exc
             if exc.err_code != _NAME_IN_USE:
                 log.info("stream %s was created by another instance meanwhile (%s)", needs.name, exc.description)
+            break
     config = _updated(info.config, needs)
     if config is None:
         return info.config
