@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import sys
@@ -538,6 +539,65 @@ async def test_a_run_taken_over_by_its_own_instance_keeps_its_lease_after_the_st
     assert overlapped == [], f"attempts ran at the same time: {overlapped}"
     (record,) = store.history("job", 10)
     assert (record.attempt, record.status) == (2, RunStatus.SUCCEEDED)
+
+
+async def test_a_renewal_slow_to_cancel_does_not_keep_the_run_past_its_lease() -> None:
+    """A's link is held: its renewal gets no answer, and asyncpg then waits for the server to
+    confirm the cancel. Waited for, it kept the keeper from stopping the run at its deadline while
+    a backup took the run over: two attempts ran at once (the fault suite's PostgreSQL duplicate)."""
+
+    class HeldLink(MemoryBackend):
+        def __init__(self, store: MemoryStore) -> None:
+            super().__init__(store)
+            self.hold = False
+            self.release = asyncio.Event()
+
+        async def _held(self) -> None:
+            while self.hold and not self.release.is_set():
+                with contextlib.suppress(asyncio.CancelledError):  # a cancel only asks; the link answers
+                    await self.release.wait()
+
+        async def renew(self, grants: Sequence[Grant]) -> list[bool]:
+            await self._held()
+            return await super().renew(grants)
+
+        async def take_over(self, jobs: Sequence[Any], instance: str) -> list[Any]:
+            await self._held()
+            return await super().take_over(jobs, instance)
+
+    store = MemoryStore()
+    held = HeldLink(store)
+    events: list[tuple[str, str]] = []
+    started, backup_done = asyncio.Event(), asyncio.Event()
+
+    async def job(ctx: RunContext) -> None:
+        events.append(("start", ctx.instance))
+        started.set()
+        try:
+            await asyncio.sleep(30 if ctx.instance == "a" else 0)
+        finally:
+            events.append(("end", ctx.instance))
+            if ctx.instance == "b":
+                backup_done.set()
+
+    a = Scheduler(held, instance_id="a")
+    b = Scheduler(MemoryBackend(store), instance_id="b")
+    for s in (a, b):
+        s.add("job", "@yearly", job, lease_ms=300)
+    await a.start()
+    runner = asyncio.ensure_future(a.run_now("job"))
+    await asyncio.wait_for(started.wait(), 5)
+    held.hold = True
+    await b.start()
+    try:
+        await asyncio.wait_for(backup_done.wait(), 5)
+    finally:
+        held.release.set()
+    with pytest.raises(Exception, match="lost the lease"):
+        await runner
+    await a.stop()
+    await b.stop()
+    assert events == [("start", "a"), ("end", "a"), ("start", "b"), ("end", "b")], "a ran beside its backup"
 
 
 async def test_a_slot_caught_up_after_an_outage_is_not_claimed_again_by_the_timer() -> None:

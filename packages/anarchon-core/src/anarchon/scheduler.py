@@ -44,6 +44,7 @@ __all__ = ["Scheduler"]
 log = logging.getLogger("anarchon")
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 DEFAULT_BACKEND = "sqlite:///anarchon.sqlite3"
 BACKEND_ENV = "ANARCHON_BACKEND"
@@ -74,6 +75,12 @@ def _held_until(sent: float, lease_ms: int) -> float:
     a busy event loop to cancel the job before any backup can take it over.
     """
     return sent + lease_ms * (1 - LEASE_SAFETY) / 1000
+
+
+def _ignore_outcome(task: asyncio.Future[Any]) -> None:
+    """Retrieve the outcome of a call given up on, so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _error_text(exc: BaseException) -> str:
@@ -174,6 +181,8 @@ class Scheduler:
         self._keeper: asyncio.Task[None] | None = None
         self._keeper_wake: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Backend calls given up on but not yet ended (referenced here so they are not collected).
+        self._calls: set[asyncio.Future[Any]] = set()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._started = False
         self._stopping = False
@@ -403,6 +412,13 @@ class Scheduler:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def _backend_call(self, coro: Awaitable[T]) -> asyncio.Future[T]:
+        """A backend call as a task the caller may give up on without awaiting its cancellation."""
+        call = asyncio.ensure_future(coro)
+        self._calls.add(call)
+        call.add_done_callback(self._calls.discard)
+        return call
 
     async def _prepare(self, jobs: list[Job], *, raise_errors: bool = False) -> None:
         if not jobs:
@@ -763,8 +779,20 @@ class Scheduler:
     async def _renew_due(self, due: list[tuple[tuple[str, int, bool], _Active]]) -> None:
         sent = time.monotonic()
         limit = max(0.001, min(a.lease_deadline for _, a in due) - sent)
+        renewing = self._backend_call(self.backend.renew([a.grant for _, a in due]))
         try:
-            results = await asyncio.wait_for(self.backend.renew([a.grant for _, a in due]), limit)
+            await asyncio.wait((renewing,), timeout=limit)
+        except asyncio.CancelledError:
+            renewing.cancel()
+            raise
+        try:
+            if not renewing.done():
+                # Cancelled but not awaited: a client can take long to cancel a call (asyncpg waits
+                # for the server to confirm it over a held link), and the keeper must stop runs meanwhile.
+                renewing.cancel()
+                renewing.add_done_callback(_ignore_outcome)  # kept in _calls until it ends
+                raise asyncio.TimeoutError(f"no answer within {limit:.3f} s")
+            results = renewing.result()
         except (Exception, asyncio.TimeoutError) as exc:
             self._backend_failed("renew", exc)
             now = time.monotonic()
