@@ -87,6 +87,30 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class _Flag:
+    """A flag that can be awaited; its Event is made only when someone waits.
+
+    Each run has two, and an Event per run would be a cost paid every slot.
+    """
+
+    __slots__ = ("_event", "is_set")
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self._event: asyncio.Event | None = None
+
+    def set(self) -> None:
+        self.is_set = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        if not self.is_set:
+            if self._event is None:
+                self._event = asyncio.Event()
+            await self._event.wait()
+
+
 @dataclass(eq=False)
 class _Active:
     """A run this instance is executing."""
@@ -105,11 +129,10 @@ class _Active:
     cancels: int = 0
     timed_out: bool = False
     cancelled_by_stop: bool = False
-    ended: bool = False
-    #: Made only when someone waits (stop()): an Event per run is a cost paid every slot.
-    _ended_event: asyncio.Event | None = None
-    #: Made only when a later attempt of this run waits for the job function to return.
-    _returned_event: asyncio.Event | None = None
+    #: Set when the job function returned (a later attempt of this run waits for it).
+    returned: _Flag = dataclasses.field(default_factory=_Flag)
+    #: Set when the run's bookkeeping is done too (stop() waits for it).
+    ended: _Flag = dataclasses.field(default_factory=_Flag)
 
     def cancel_job(self) -> bool:
         """Cancel the job function if it is still running; its bookkeeping is never interrupted."""
@@ -126,25 +149,11 @@ class _Active:
 
     def job_returned(self) -> None:
         self.in_job = False
-        if self._returned_event is not None:
-            self._returned_event.set()
+        self.returned.set()
 
     async def wait_job_returned(self) -> None:
         if self.in_job:
-            if self._returned_event is None:
-                self._returned_event = asyncio.Event()
-            await self._returned_event.wait()
-
-    def end(self) -> None:
-        self.ended = True
-        if self._ended_event is not None:
-            self._ended_event.set()
-
-    async def wait_ended(self) -> None:
-        if not self.ended:
-            if self._ended_event is None:
-                self._ended_event = asyncio.Event()
-            await self._ended_event.wait()
+            await self.returned.wait()
 
 
 class Scheduler:
@@ -187,8 +196,9 @@ class Scheduler:
         self._started = False
         self._stopping = False
         self._wake: asyncio.Event | None = None
-        #: Claim batches not yet answered and started.
+        #: Claim batches not yet answered and started; ``_no_batches`` is set while there are none.
         self._batches = 0
+        self._no_batches: asyncio.Event | None = None
         self._backend_open = False
         self._degraded = False
 
@@ -311,6 +321,8 @@ class Scheduler:
         self._started = True
         self._stopping = False
         self._batches = 0
+        self._no_batches = asyncio.Event()
+        self._no_batches.set()
         self._wake = asyncio.Event()
         now = self.clock.now_ms()
         for job in jobs:
@@ -334,18 +346,17 @@ class Scheduler:
         self._stopping = True
         if self._wake is not None:
             self._wake.set()
-        waiters = [asyncio.ensure_future(a.wait_ended()) for a in self._active.values()]
+        waiters = [asyncio.ensure_future(a.ended.wait()) for a in self._active.values()]
         if waiters:
             _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)
             for waiter in late:
                 waiter.cancel()
         for active in list(self._active.values()):
-            if active.in_job and active.task is not None and not active.task.done():
+            if active.cancel_job():
                 active.cancelled_by_stop = True
                 active.context.lease_lost = True
-                active.cancel_job()
         for active in list(self._active.values()):
-            await active.wait_ended()
+            await active.ended.wait()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -492,7 +503,6 @@ class Scheduler:
             with CollectionDeferred():
                 due = self._pop_due(now)
                 if due:
-                    self._batches += 1
                     self._spawn(self._claim_and_run(self._claims(due)))
             await asyncio.sleep(0)
 
@@ -519,28 +529,38 @@ class Scheduler:
         return due
 
     def _claim(self, job: Job, slot_ms: int, *, manual: bool = False, catch_up: bool = False, missed: int = 0) -> Claim:
-        return Claim(
-            job=job,
-            slot_ms=slot_ms,
-            instance=self.instance_id,
-            token=os.urandom(16).hex(),
-            now_ms=self.clock.now_ms(),
-            manual=manual,
-            catch_up=catch_up,
-            missed=missed,
-        )
+        (claim,) = self._claims([(job, slot_ms)], manual=manual, catch_up=catch_up, missed=missed)
+        return claim
 
-    def _claims(self, due: list[tuple[Job, int]]) -> list[Claim]:
+    def _claims(
+        self, due: list[tuple[Job, int]], *, manual: bool = False, catch_up: bool = False, missed: int = 0
+    ) -> list[Claim]:
         """Claims of slots due together: one clock reading and one read of randomness for all of them."""
         now = self.clock.now_ms()
         tokens = os.urandom(16 * len(due)).hex()
         instance = self.instance_id
         return [
-            Claim(job=job, slot_ms=slot, instance=instance, token=tokens[32 * i : 32 * i + 32], now_ms=now)
+            Claim(
+                job=job,
+                slot_ms=slot,
+                instance=instance,
+                token=tokens[32 * i : 32 * i + 32],
+                now_ms=now,
+                manual=manual,
+                catch_up=catch_up,
+                missed=missed,
+            )
             for i, (job, slot) in enumerate(due)
         ]
 
-    async def _claim_and_run(self, claims: list[Claim]) -> None:
+    def _claim_and_run(self, claims: list[Claim]) -> Awaitable[None]:
+        """Count the batch as in flight from now (not from when its task starts), then claim and run it."""
+        self._batches += 1
+        if self._no_batches is not None:
+            self._no_batches.clear()
+        return self._claim_and_run_batch(claims)
+
+    async def _claim_and_run_batch(self, claims: list[Claim]) -> None:
         try:
             # Not held while the backend answers: that wait may be long (a slow or
             # stalled store, batches overlapping), and collecting then costs nothing.
@@ -553,6 +573,8 @@ class Scheduler:
                 await asyncio.sleep(0)
         finally:
             self._batches -= 1
+            if not self._batches and self._no_batches is not None:
+                self._no_batches.set()
 
     async def _between_batches(self, limit: float) -> None:
         """Wait until no claim batch is in flight or due within ``TAKE_OVER_QUIET_MS``.
@@ -561,10 +583,12 @@ class Scheduler:
         store): arriving together with a batch, it delayed every run of the
         batch. Waiting is capped at ``limit`` seconds, so dense schedules still get their polls.
         """
+        assert self._no_batches is not None
         deadline = time.monotonic() + limit
         while not self._stopping and (left := deadline - time.monotonic()) > 0:
             if self._batches:
-                await asyncio.sleep(min(left, 0.005))
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._no_batches.wait(), left)
                 continue
             gap = self._heap[0][0] - self.clock.now_ms() if self._heap else TAKE_OVER_QUIET_MS
             if gap >= TAKE_OVER_QUIET_MS:
@@ -680,7 +704,7 @@ class Scheduler:
         finally:
             if self._active.get(key) is active:  # a later attempt of this run may hold the key by now
                 del self._active[key]
-            active.end()
+            active.ended.set()
 
     async def _run_job(self, job: Job, active: _Active) -> tuple[RunStatus, str | None]:
         """Call the job function in this task and say how it ended.
@@ -907,7 +931,6 @@ class Scheduler:
                 claims.append(self._claim(job, newest, catch_up=True, missed=missed))
                 self._caught_up[job.name] = newest
         if claims:
-            self._batches += 1
             self._spawn(self._claim_and_run(claims))
 
     async def _check_skew(self) -> None:
