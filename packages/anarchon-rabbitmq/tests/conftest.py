@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 import aio_pika
 import pytest
 from aiormq.exceptions import ChannelNotFoundEntity
+from pamqp import commands as spec
+from pamqp import frame as amqp_frame
 
 from anarchon.backend import Claim
 from anarchon.job import Job
@@ -151,7 +153,8 @@ class Proxy:
     ``basic.publish`` frame to the default exchange), every frame from the
     broker on a channel is dropped: the broker has the publish, the client
     never gets the confirm, but still hears a ``connection.close``. With ``ssl`` it also terminates TLS, so a client
-    can speak ``amqps`` to a broker that only listens in plain AMQP.
+    can speak ``amqps`` to a broker that only listens in plain AMQP. With ``edit_server_properties`` the broker's
+    ``connection.start`` reaches the client changed by it, so the broker can claim to be another version.
     """
 
     def __init__(self, target: str, ssl: Any = None) -> None:
@@ -159,6 +162,7 @@ class Proxy:
         self.target = (parts.hostname or "127.0.0.1", parts.port or 5672)
         self.ssl = ssl
         self.hold_after_publish_to: str | None = None
+        self.edit_server_properties: Callable[[dict[str, Any]], None] | None = None
         self.publish_seen = asyncio.Event()
         self.upstream_ports: list[int] = []
         #: Local ports of the broker connections whose confirms are held.
@@ -210,6 +214,7 @@ class Proxy:
                     if len(buffer) < end:
                         break
                     frame, buffer = buffer[:end], buffer[end:]
+                    frame = self._edited(frame)
                     if not held["on"] or frame[1:3] == b"\x00\x00":
                         writer.write(frame)
                 await writer.drain()
@@ -219,6 +224,16 @@ class Proxy:
             task = asyncio.get_running_loop().create_task(self._quietly(coro))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _edited(self, frame: bytes) -> bytes:
+        if self.edit_server_properties is None or frame[:3] != b"\x01\x00\x00" or frame[7:11] != b"\x00\x0a\x00\x0a":
+            return frame  # only connection.start (channel 0, class 10, method 10) is changed
+        _, _, start = amqp_frame.unmarshal(frame)
+        assert isinstance(start, spec.Connection.Start)
+        properties = dict(start.server_properties or {})
+        self.edit_server_properties(properties)
+        start.server_properties = properties
+        return amqp_frame.marshal(start, 0)
 
     @staticmethod
     async def _quietly(coro: Awaitable[None]) -> None:
