@@ -106,6 +106,40 @@ async def test_an_instance_with_another_history_size_uses_the_stream_as_it_is(ma
     assert args["x-max-length-bytes"] == stream_arguments(10)["x-max-length-bytes"]
 
 
+async def test_deleting_the_history_stream_resizes_it_and_deletes_that_jobs_history(
+    rabbit_url, make_backend, broker, prefix, job, claim, slot
+):
+    backend = await make_backend()
+    stream = f"{prefix}sync.history"
+    small = job("sync", history_size=10)
+    await backend.prepare([small])
+    for i in range(3):
+        (won,) = await backend.claim([claim(small, slot + i * 1000)])
+        assert won.grant is not None
+        await backend.finish(won.grant, finished(won.grant))
+    assert len(await backend.history("sync")) == 3
+    assert broker(prefix)[stream]["args"]["x-max-length-bytes"] == stream_arguments(10)["x-max-length-bytes"]
+
+    connection = await aio_pika.connect(rabbit_url)
+    async with connection:
+        channel = await connection.channel()
+        await channel.queue_delete(stream)
+    assert stream not in broker(prefix)
+
+    # The same backend, which declared the stream before, now runs the job with a bigger history_size.
+    big = job("sync", history_size=5000)
+    (won,) = await backend.claim([claim(big, slot + 10_000)])
+    assert won.grant is not None
+    await backend.finish(won.grant, finished(won.grant))
+    args = broker(prefix)[stream]["args"]
+    assert args["x-queue-type"] == "stream"
+    assert args["x-max-length-bytes"] == stream_arguments(5000)["x-max-length-bytes"]
+    assert args["x-stream-max-segment-size-bytes"] == stream_arguments(5000)["x-stream-max-segment-size-bytes"]
+    reader = await make_backend()
+    for history in (await backend.history("sync"), await reader.history("sync")):
+        assert [(r.slot_ms, r.status) for r in history] == [(slot + 10_000, RunStatus.SUCCEEDED)]
+
+
 async def test_history_of_a_job_that_never_ran_is_empty(make_backend):
     backend = await make_backend()
     assert await backend.history("never-ran") == []
