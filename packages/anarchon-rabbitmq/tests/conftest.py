@@ -70,6 +70,35 @@ def broker_queues(prefix: str) -> dict[str, dict[str, Any]]:
     return queues
 
 
+def _own_ports_to(port: int) -> set[int]:
+    """Local ports of this process's TCP connections to ``port``, from /proc (Linux)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/self/fd/{fd}")
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    ports = set()
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[9] in inodes and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def own_broker_connections() -> list[str]:
+    """Names of the broker's connections that this test process holds, as the broker lists them."""
+    ports = _own_ports_to(urlsplit(RABBIT_URL).port or 5672)
+    rows = rabbitmqctl("list_connections", "peer_port", "client_properties")
+    return sorted(
+        next((value for key, _type, value in row["client_properties"] if key == "connection_name"), "<unnamed>")
+        for row in rows
+        if row["peer_port"] in ports
+    )
+
+
 @pytest.fixture
 def broker() -> Callable[[str], dict[str, dict[str, Any]]]:
     return broker_queues
@@ -265,3 +294,8 @@ def proxy_class() -> type[Proxy]:
 @pytest.fixture
 def ctl() -> Callable[..., Any]:
     return rabbitmqctl
+
+
+@pytest.fixture
+def own_connections() -> Callable[[], list[str]]:
+    return own_broker_connections

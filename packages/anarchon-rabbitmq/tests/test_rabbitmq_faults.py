@@ -13,6 +13,7 @@ import pytest
 
 from anarchon.backend import Outcome
 from anarchon.errors import BackendUnavailableError
+from anarchon.run import Run, RunStatus
 from anarchon_rabbitmq import RabbitMQBackend
 from anarchon_rabbitmq.backend import _older_than_supported
 
@@ -63,14 +64,22 @@ async def test_connection_closed_between_publish_and_confirm_skips_the_run(
     assert next_run.outcome is Outcome.WON
 
 
-async def test_a_callers_connection_is_used_and_never_closed(rabbit_url, prefix, job, claim, slot):
-    connection = await aio_pika.connect(rabbit_url)
+async def test_a_callers_connection_is_used_and_never_closed(rabbit_url, own_connections, prefix, job, claim, slot):
+    name = f"{prefix} the caller's own"
+    connection = await aio_pika.connect(rabbit_url, client_properties={"connection_name": name})
     try:
-        backend = RabbitMQBackend(connection=connection, prefix=prefix)
+        # Nothing listens on port 1: the backend can only work through the connection it was given.
+        backend = RabbitMQBackend(url="amqp://guest:guest@127.0.0.1:1/", connection=connection, prefix=prefix)
         assert "connection=<caller's connection>" in repr(backend)
         await backend.start()
-        (result,) = await backend.claim([claim(job("sync"), slot)])
-        assert result.outcome is Outcome.WON
+        sync = job("sync")
+        await backend.prepare([sync])
+        (result,) = await backend.claim([claim(sync, slot)])
+        assert result.outcome is Outcome.WON and result.grant is not None
+        await backend.finish(result.grant, Run(job="sync", slot_ms=slot, status=RunStatus.SUCCEEDED, instance="i1"))
+        (run,) = await backend.history("sync")
+        assert (run.slot_ms, run.status) == (slot, RunStatus.SUCCEEDED)
+        assert own_connections() == [name]  # the broker sees no connection of the backend's own
         await backend.close()
         assert not connection.is_closed
         channel = await connection.channel()  # still the caller's, still usable
