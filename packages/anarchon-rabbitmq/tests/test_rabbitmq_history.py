@@ -88,13 +88,15 @@ async def test_history_is_newest_first_and_limited(make_backend, job, claim, slo
     assert (await backend.last_run("sync")).slot_ms == slot + 4000
 
 
-async def test_a_run_whose_runner_died_keeps_running(make_backend, job, claim, slot):
-    runner, observer = await make_backend(), await make_backend()
-    (won,) = await runner.claim([claim(job("sync"), slot, "runner")])
+async def test_a_run_whose_runner_died_is_lost_and_keeps_running(make_backend, job, claim, slot):
+    runner, other = await make_backend(), await make_backend()
+    sync = job("sync")
+    (won,) = await runner.claim([claim(sync, slot, "runner")])
     assert won.outcome is Outcome.WON
-    await runner.close()  # dies without finishing: nothing can tell the run stopped
-    await asyncio.sleep(0.2)
-    (run,) = await observer.history("sync")
+    await runner.close()  # dies without finishing: no lease, so nothing can tell the run stopped
+    (late,) = await other.claim([claim(sync, slot, "other")])
+    assert late.outcome is Outcome.LOST  # nobody runs it instead: the run is lost
+    (run,) = await other.history("sync")
     assert run.status is RunStatus.RUNNING and run.instance == "runner"
 
 
