@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 import aio_pika
 import pytest
 from aiormq.exceptions import ChannelNotFoundEntity
+from pamqp import commands as spec
+from pamqp import frame as amqp_frame
 
 from anarchon.backend import Claim
 from anarchon.job import Job
@@ -66,6 +68,35 @@ def broker_queues(prefix: str) -> dict[str, dict[str, Any]]:
             row["types"] = {name: type_ for name, type_, _value in row["arguments"]}
             queues[row["name"]] = row
     return queues
+
+
+def _own_ports_to(port: int) -> set[int]:
+    """Local ports of this process's TCP connections to ``port``, from /proc (Linux)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/self/fd/{fd}")
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    ports = set()
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[9] in inodes and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def own_broker_connections() -> list[str]:
+    """Names of the broker's connections that this test process holds, as the broker lists them."""
+    ports = _own_ports_to(urlsplit(RABBIT_URL).port or 5672)
+    rows = rabbitmqctl("list_connections", "peer_port", "client_properties")
+    return sorted(
+        next((value for key, _type, value in row["client_properties"] if key == "connection_name"), "<unnamed>")
+        for row in rows
+        if row["peer_port"] in ports
+    )
 
 
 @pytest.fixture
@@ -151,7 +182,8 @@ class Proxy:
     ``basic.publish`` frame to the default exchange), every frame from the
     broker on a channel is dropped: the broker has the publish, the client
     never gets the confirm, but still hears a ``connection.close``. With ``ssl`` it also terminates TLS, so a client
-    can speak ``amqps`` to a broker that only listens in plain AMQP.
+    can speak ``amqps`` to a broker that only listens in plain AMQP. With ``edit_server_properties`` the broker's
+    ``connection.start`` reaches the client changed by it, so the broker can claim to be another version.
     """
 
     def __init__(self, target: str, ssl: Any = None) -> None:
@@ -159,6 +191,7 @@ class Proxy:
         self.target = (parts.hostname or "127.0.0.1", parts.port or 5672)
         self.ssl = ssl
         self.hold_after_publish_to: str | None = None
+        self.edit_server_properties: Callable[[dict[str, Any]], None] | None = None
         self.publish_seen = asyncio.Event()
         self.upstream_ports: list[int] = []
         #: Local ports of the broker connections whose confirms are held.
@@ -210,6 +243,7 @@ class Proxy:
                     if len(buffer) < end:
                         break
                     frame, buffer = buffer[:end], buffer[end:]
+                    frame = self._edited(frame)
                     if not held["on"] or frame[1:3] == b"\x00\x00":
                         writer.write(frame)
                 await writer.drain()
@@ -219,6 +253,16 @@ class Proxy:
             task = asyncio.get_running_loop().create_task(self._quietly(coro))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _edited(self, frame: bytes) -> bytes:
+        if self.edit_server_properties is None or frame[:3] != b"\x01\x00\x00" or frame[7:11] != b"\x00\x0a\x00\x0a":
+            return frame  # only connection.start (channel 0, class 10, method 10) is changed
+        _, _, start = amqp_frame.unmarshal(frame)
+        assert isinstance(start, spec.Connection.Start)
+        properties = dict(start.server_properties or {})
+        self.edit_server_properties(properties)
+        start.server_properties = properties
+        return amqp_frame.marshal(start, 0)
 
     @staticmethod
     async def _quietly(coro: Awaitable[None]) -> None:
@@ -250,3 +294,8 @@ def proxy_class() -> type[Proxy]:
 @pytest.fixture
 def ctl() -> Callable[..., Any]:
     return rabbitmqctl
+
+
+@pytest.fixture
+def own_connections() -> Callable[[], list[str]]:
+    return own_broker_connections

@@ -1,4 +1,4 @@
-"""Lost answers, lost connections, TLS, a caller's connection, and secrets."""
+"""Lost answers, lost connections, TLS, a caller's connection, secrets, and the broker's version."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import pytest
 
 from anarchon.backend import Outcome
 from anarchon.errors import BackendUnavailableError
+from anarchon.run import Run, RunStatus
 from anarchon_rabbitmq import RabbitMQBackend
+from anarchon_rabbitmq.backend import _older_than_supported
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -62,14 +64,22 @@ async def test_connection_closed_between_publish_and_confirm_skips_the_run(
     assert next_run.outcome is Outcome.WON
 
 
-async def test_a_callers_connection_is_used_and_never_closed(rabbit_url, prefix, job, claim, slot):
-    connection = await aio_pika.connect(rabbit_url)
+async def test_a_callers_connection_is_used_and_never_closed(rabbit_url, own_connections, prefix, job, claim, slot):
+    name = f"{prefix} the caller's own"
+    connection = await aio_pika.connect(rabbit_url, client_properties={"connection_name": name})
     try:
-        backend = RabbitMQBackend(connection=connection, prefix=prefix)
+        # Nothing listens on port 1: the backend can only work through the connection it was given.
+        backend = RabbitMQBackend(url="amqp://guest:guest@127.0.0.1:1/", connection=connection, prefix=prefix)
         assert "connection=<caller's connection>" in repr(backend)
         await backend.start()
-        (result,) = await backend.claim([claim(job("sync"), slot)])
-        assert result.outcome is Outcome.WON
+        sync = job("sync")
+        await backend.prepare([sync])
+        (result,) = await backend.claim([claim(sync, slot)])
+        assert result.outcome is Outcome.WON and result.grant is not None
+        await backend.finish(result.grant, Run(job="sync", slot_ms=slot, status=RunStatus.SUCCEEDED, instance="i1"))
+        (run,) = await backend.history("sync")
+        assert (run.slot_ms, run.status) == (slot, RunStatus.SUCCEEDED)
+        assert own_connections() == [name]  # the broker sees no connection of the backend's own
         await backend.close()
         assert not connection.is_closed
         channel = await connection.channel()  # still the caller's, still usable
@@ -127,3 +137,76 @@ async def test_a_successful_session_logs_no_password(caplog, make_backend, job, 
     await backend.history("sync")
     await backend.close()
     assert ":guest@" not in caplog.text and "guest:guest" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("version", "too_old"),
+    [
+        ("3.8.19", True),
+        ("3.8.0-rc.1", True),
+        ("2.8.7", True),
+        ("3.9.0", False),
+        ("3.10.8", False),
+        ("3.13.7+2.g1b2c3", False),
+        ("4.0.1", False),
+        (None, False),
+        ("", False),
+        ("unknown", False),
+    ],
+)
+def test_brokers_before_3_9_are_too_old_and_unknown_versions_pass(version, too_old):
+    assert _older_than_supported(version) is too_old
+
+
+def _claims_to_be(version: str | None):
+    def edit(properties: dict) -> None:
+        if version is None:
+            properties.pop("version", None)
+        else:
+            properties["version"] = version
+
+    return edit
+
+
+async def test_start_refuses_a_broker_older_than_3_9(proxy, prefix):
+    port = await proxy.start()
+    proxy.edit_server_properties = _claims_to_be("3.8.19")
+    backend = RabbitMQBackend(url=proxy.url(port), prefix=prefix)
+    with pytest.raises(BackendUnavailableError) as info:
+        await backend.start()
+    message = str(info.value)
+    assert f"RabbitMQ at amqp://guest:***@127.0.0.1:{port}/ is version 3.8.19" in message
+    assert "needs RabbitMQ 3.9 or newer" in message and "streams arrived in 3.9" in message
+    assert "upgrade the broker" in message
+    await backend.close()
+
+
+async def test_start_checks_the_version_on_a_callers_connection(rabbit_url, proxy, prefix, job, claim, slot):
+    port = await proxy.start()
+    proxy.edit_server_properties = _claims_to_be("3.8.19")
+    old = await aio_pika.connect(proxy.url(port))
+    real = await aio_pika.connect(rabbit_url)
+    try:
+        # url names the real 3.10 broker: only the caller's connection says 3.8.
+        backend = RabbitMQBackend(url=rabbit_url, connection=old, prefix=prefix)
+        with pytest.raises(BackendUnavailableError) as info:
+            await backend.start()
+        assert "RabbitMQ behind the given connection is version 3.8.19" in str(info.value)
+        assert not old.is_closed  # refused, but still the caller's to close
+
+        fine = RabbitMQBackend(url="amqp://guest:guest@127.0.0.1:1/", connection=real, prefix=prefix)
+        await fine.start()
+        (result,) = await fine.claim([claim(job("sync"), slot)])
+        assert result.outcome is Outcome.WON
+        await fine.close()
+    finally:
+        await old.close()
+        await real.close()
+
+
+async def test_a_broker_that_does_not_say_its_version_is_accepted(make_backend, proxy, job, claim, slot):
+    port = await proxy.start()
+    proxy.edit_server_properties = _claims_to_be(None)
+    backend = await make_backend(url=proxy.url(port))
+    (result,) = await backend.claim([claim(job("sync"), slot)])
+    assert result.outcome is Outcome.WON

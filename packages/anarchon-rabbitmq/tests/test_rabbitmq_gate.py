@@ -51,18 +51,28 @@ async def test_declaring_an_existing_gate_with_the_same_arguments_is_no_error(ma
 
 
 @pytest.mark.slow
-async def test_slot_ttl_ms_becomes_x_expires_and_the_gate_expires_after_it(make_backend, broker, prefix, job, claim):
-    backend = await make_backend(slot_ttl_ms=4000)
+async def test_slot_ttl_ms_becomes_x_expires_and_the_gate_lives_that_long_then_expires(
+    make_backend, broker, prefix, job, claim
+):
+    ttl_s = 10.0
+    backend = await make_backend(slot_ttl_ms=int(ttl_s * 1000))
     sync = job("sync", jitter_ms=100, max_late_ms=1000)
     await backend.prepare([sync])
     slot = (time.time_ns() // 1_000_000 // 1000) * 1000
-    (result,) = await backend.claim([claim(sync, slot)])
-    assert result.outcome is Outcome.WON
     name = f"{prefix}sync.slot.{slot}"
-    assert broker(prefix)[name]["args"]["x-expires"] == 4000
+    declared = time.monotonic()  # taken before the declare: the gate lives at least ttl_s past it
+    (won,) = await backend.claim([claim(sync, slot)])
+    assert won.outcome is Outcome.WON
 
-    deadline = time.monotonic() + 15
-    while name in broker(prefix):
+    # Well into slot_ttl_ms, with seconds to spare, the gate still remembers the run.
+    await asyncio.sleep(max(0.0, declared + 0.6 * ttl_s - time.monotonic()))
+    gate = broker(prefix)[name]
+    assert gate["args"]["x-expires"] == 10_000 and gate["messages"] == 1
+    (again,) = await backend.claim([claim(sync, slot, "again")])
+    assert again.outcome is Outcome.LOST
+
+    deadline = time.monotonic() + ttl_s + 20
+    while name in broker(prefix):  # listing the queues is no use of them
         assert time.monotonic() < deadline, "the gate queue did not delete itself after slot_ttl_ms"
         await asyncio.sleep(0.5)
     # Expired: RabbitMQ no longer knows the run was taken, hence the jitter + max_late check.

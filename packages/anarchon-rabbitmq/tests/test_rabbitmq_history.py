@@ -88,13 +88,15 @@ async def test_history_is_newest_first_and_limited(make_backend, job, claim, slo
     assert (await backend.last_run("sync")).slot_ms == slot + 4000
 
 
-async def test_a_run_whose_runner_died_keeps_running(make_backend, job, claim, slot):
-    runner, observer = await make_backend(), await make_backend()
-    (won,) = await runner.claim([claim(job("sync"), slot, "runner")])
+async def test_a_run_whose_runner_died_is_lost_and_keeps_running(make_backend, job, claim, slot):
+    runner, other = await make_backend(), await make_backend()
+    sync = job("sync")
+    (won,) = await runner.claim([claim(sync, slot, "runner")])
     assert won.outcome is Outcome.WON
-    await runner.close()  # dies without finishing: nothing can tell the run stopped
-    await asyncio.sleep(0.2)
-    (run,) = await observer.history("sync")
+    await runner.close()  # dies without finishing: no lease, so nothing can tell the run stopped
+    (late,) = await other.claim([claim(sync, slot, "other")])
+    assert late.outcome is Outcome.LOST  # nobody runs it instead: the run is lost
+    (run,) = await other.history("sync")
     assert run.status is RunStatus.RUNNING and run.instance == "runner"
 
 
@@ -104,6 +106,40 @@ async def test_an_instance_with_another_history_size_uses_the_stream_as_it_is(ma
     await other.prepare([job("sync", history_size=5000)])  # PRECONDITION_FAILED handled: no error
     args = broker(prefix)[f"{prefix}sync.history"]["args"]
     assert args["x-max-length-bytes"] == stream_arguments(10)["x-max-length-bytes"]
+
+
+async def test_deleting_the_history_stream_resizes_it_and_deletes_that_jobs_history(
+    rabbit_url, make_backend, broker, prefix, job, claim, slot
+):
+    backend = await make_backend()
+    stream = f"{prefix}sync.history"
+    small = job("sync", history_size=10)
+    await backend.prepare([small])
+    for i in range(3):
+        (won,) = await backend.claim([claim(small, slot + i * 1000)])
+        assert won.grant is not None
+        await backend.finish(won.grant, finished(won.grant))
+    assert len(await backend.history("sync")) == 3
+    assert broker(prefix)[stream]["args"]["x-max-length-bytes"] == stream_arguments(10)["x-max-length-bytes"]
+
+    connection = await aio_pika.connect(rabbit_url)
+    async with connection:
+        channel = await connection.channel()
+        await channel.queue_delete(stream)
+    assert stream not in broker(prefix)
+
+    # The same backend, which declared the stream before, now runs the job with a bigger history_size.
+    big = job("sync", history_size=5000)
+    (won,) = await backend.claim([claim(big, slot + 10_000)])
+    assert won.grant is not None
+    await backend.finish(won.grant, finished(won.grant))
+    args = broker(prefix)[stream]["args"]
+    assert args["x-queue-type"] == "stream"
+    assert args["x-max-length-bytes"] == stream_arguments(5000)["x-max-length-bytes"]
+    assert args["x-stream-max-segment-size-bytes"] == stream_arguments(5000)["x-stream-max-segment-size-bytes"]
+    reader = await make_backend()
+    for history in (await backend.history("sync"), await reader.history("sync")):
+        assert [(r.slot_ms, r.status) for r in history] == [(slot + 10_000, RunStatus.SUCCEEDED)]
 
 
 async def test_history_of_a_job_that_never_ran_is_empty(make_backend):

@@ -107,3 +107,11 @@ def test_defaults_url_schemes_and_registration():
         RabbitMQBackend(url="redis://x")
     with pytest.raises(TypeError, match="aio-pika connection"):
         RabbitMQBackend(connection=object())  # type: ignore[arg-type]
+
+
+def test_the_seeds_import_from_anarchon_gives_this_backend():
+    import anarchon
+
+    assert anarchon.RabbitMQBackend is RabbitMQBackend
+    scheduler = anarchon.Scheduler(backend=anarchon.RabbitMQBackend(url="amqp://rabbit.internal"))
+    assert isinstance(scheduler.backend, RabbitMQBackend) and scheduler.backend.url == "amqp://rabbit.internal"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -51,6 +52,30 @@ _REMEMBER_SLACK_MS = 60_000
 STREAM_SETTLE_S = 0.25
 #: Tries of one history write; a lost records connection is reopened between them.
 _RECORD_ATTEMPTS = 3
+#: Streams, which hold each job's history, arrived in RabbitMQ 3.9.
+MIN_BROKER_VERSION = (3, 9)
+_VERSION = re.compile(r"\s*(\d+)\.(\d+)")
+
+
+def _older_than_supported(version: str | None) -> bool:
+    """Whether a broker's ``version`` property names a release before 3.9.
+
+    A version missing or in a form not understood is let through: a wrong
+    refusal would stop a working scheduler, while a real 3.8 still fails,
+    later and less clearly, when its history stream is declared.
+    """
+    match = _VERSION.match(version) if version is not None else None
+    return match is not None and (int(match[1]), int(match[2])) < MIN_BROKER_VERSION
+
+
+def _broker_version(connection: aio_pika.abc.AbstractConnection) -> str | None:
+    """The ``version`` the broker announced when the connection opened (aiormq keeps it)."""
+    underlay = getattr(getattr(connection, "transport", None), "connection", None)
+    properties = getattr(underlay, "server_properties", None) or {}
+    version = properties.get("version", properties.get(b"version"))
+    if isinstance(version, bytes):
+        return version.decode("utf-8", "replace")
+    return version if isinstance(version, str) else None
 
 
 @dataclass
@@ -119,7 +144,17 @@ class RabbitMQBackend(Backend):
     # -- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
-        await asyncio.gather(self._claims.get(), self._records.get())
+        (claims, _), (records, _) = await asyncio.gather(self._claims.get(), self._records.get())
+        for connection in (claims, records):
+            version = _broker_version(connection)
+            if _older_than_supported(version):
+                await self.close()
+                where = "behind the given connection" if self._given is not None else f"at {redact_url(self.url)}"
+                raise BackendUnavailableError(
+                    f"RabbitMQ {where} is version {version}, but RabbitMQBackend needs RabbitMQ 3.9 or newer: "
+                    "each job's history is a stream queue, and streams arrived in 3.9; upgrade the broker to 3.9 "
+                    "or newer, or use a backend without this need (Redis, PostgreSQL or SQLite)"
+                )
 
     async def close(self) -> None:
         for task in self._declaring.values():
