@@ -1,4 +1,4 @@
-"""Real instance processes on Redis: the conformance suite's multi-process part."""
+"""Real instance processes on Redis, a single server and a cluster: the conformance suite's multi-process part."""
 
 from __future__ import annotations
 
@@ -30,3 +30,15 @@ class TestRedisFleet(FleetTests):
     @pytest.fixture
     def fleet_backend(self, redis_url: str, prefix: str) -> dict[str, Any]:
         return {"backend_class": "anarchon_redis:RedisBackend", "backend_kwargs": {"url": redis_url, "prefix": prefix}}
+
+
+class TestRedisClusterFleet(FleetTests):
+    """The same processes against the three-node cluster: every key of a job in one hash slot."""
+
+    @pytest.fixture
+    def fleet_backend(self, cluster_url: str) -> dict[str, Any]:
+        prefix = f"t:fleet:{uuid.uuid4().hex[:10]}:"  # the cluster is this session's own: nothing to clean
+        return {
+            "backend_class": "anarchon_redis:RedisBackend",
+            "backend_kwargs": {"url": cluster_url, "prefix": prefix},
+        }
