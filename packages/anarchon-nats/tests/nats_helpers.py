@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import nats
+from nats.js import JetStreamContext
 
 from anarchon.job import Job
 from anarchon_nats import NatsBackend
@@ -37,6 +38,12 @@ def token() -> str:
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+async def stored_on(js: JetStreamContext, stream: str, subject: str) -> int:
+    """How many messages the stream holds on one subject (``state.messages`` counts the whole stream)."""
+    info = await js.stream_info(stream, subjects_filter=subject)
+    return (info.state.subjects or {}).get(subject, 0)
 
 
 # -- private servers ---------------------------------------------------------------

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections import Counter
 from typing import Any
 
+import nats.js.errors
 import pytest
-from nats_helpers import make_job, now_ms, token
+from nats_helpers import make_job, now_ms, stored_on, token
 
+from anarchon import Scheduler
 from anarchon.backend import Claim, Outcome
 from anarchon_nats import NatsBackend
 
@@ -184,3 +187,64 @@ async def test_claim_before_start_says_what_to_do(names) -> None:
     b = NatsBackend(stream=names.stream, prefix=names.prefix)
     with pytest.raises(RuntimeError, match=r"call start\(\)"):
         await b.claim([Claim(make_job(), 1, "a", token(), now_ms())])
+
+
+async def test_jetstream_forgets_a_claim_after_the_duplicate_window(backends, names, nats_url, client) -> None:
+    """Why jitter_ms + max_late_ms must stay under duplicate_window_ms: past the window a late
+    instance's claim for a slot already run is stored and won, so the slot would run twice."""
+    (short,) = await backends(duplicate_window_ms=2000)
+    job = make_job("sync", backend=short, jitter_ms=0, max_late_ms=1000)
+    short.check_job(job)  # a job this backend accepts
+    tag = names.prefix.split(".")[0]
+    wide = NatsBackend(nats_url, stream=f"{names.stream}_W", prefix=f"{tag}.wide.")  # the default 5 min window
+    await wide.start()
+    js = client.jetstream()
+    try:
+        slot = 1_000
+        for b in (short, wide):
+            assert (await b.claim([Claim(job, slot, "a", token(), now_ms())]))[0].outcome is Outcome.WON
+            assert (await b.claim([Claim(job, slot, "b", token(), now_ms())]))[0].outcome is Outcome.LOST
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60  # generous: the window is 2 s
+        while (await short.claim([Claim(job, slot, "late", token(), now_ms())]))[0].outcome is Outcome.LOST:
+            assert loop.time() < deadline, "JetStream still remembered the claim long after its duplicate window"
+            await asyncio.sleep(0.2)
+        assert await stored_on(js, names.stream, f"{names.prefix}sync.claims") == 2
+
+        (still,) = await wide.claim([Claim(job, slot, "late", token(), now_ms())])
+        assert still.outcome is Outcome.LOST
+        assert await stored_on(js, wide.stream, f"{tag}.wide.sync.claims") == 1
+    finally:
+        await wide.close()
+        with contextlib.suppress(nats.js.errors.NotFoundError):
+            await js.delete_stream(wide.stream)
+
+
+async def test_one_claim_message_per_claimed_run_however_many_instances_race(backends, names, nats_url, client) -> None:
+    """Losing claims store nothing: 12 instances racing on a slot leave one message; a manual
+    run through a Scheduler adds exactly one more."""
+    instances = await backends(12)
+    job = make_job("sync")
+    slot = 1_791_633_610_000
+    results = await asyncio.gather(
+        *(b.claim([Claim(job, slot, f"i{i}", token(), now_ms())]) for i, b in enumerate(instances))
+    )
+    assert sorted(r.outcome.name for (r,) in results) == ["LOST"] * 11 + ["WON"]
+    js = client.jetstream()
+    claims = f"{names.prefix}sync.claims"
+    assert await stored_on(js, names.stream, claims) == 1
+    again = await asyncio.gather(
+        *(b.claim([Claim(job, slot, f"i{i}", token(), now_ms())]) for i, b in enumerate(instances))
+    )
+    assert {r.outcome for (r,) in again} == {Outcome.LOST}
+    assert await stored_on(js, names.stream, claims) == 1
+
+    scheduler = Scheduler(backend=NatsBackend(nats_url, stream=names.stream, prefix=names.prefix))
+    scheduler.add("sync", "0 0 1 1 *", lambda: None)
+    run = await scheduler.run_now("sync")
+    assert run.manual
+    assert await stored_on(js, names.stream, claims) == 2
+    last = await js.get_last_msg(names.stream, claims)
+    assert last.headers is not None
+    assert last.headers["Nats-Msg-Id"] == f"sync:{run.slot_ms}:manual"

@@ -57,6 +57,25 @@ async def _replicas(nc: Client, stream: str) -> int:
     return config.num_replicas
 
 
+async def _known_to_every_server(cluster: Cluster, stream: str, timeout: float = 30.0) -> None:
+    """Until a lookup on each server finds the stream: right after a create, some may not know it yet."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    for url in cluster.live_urls():
+        nc = await nats.connect(url)
+        try:
+            while True:
+                try:
+                    await nc.jetstream().stream_info(stream)
+                    break
+                except nats.js.errors.NotFoundError:
+                    if loop.time() > deadline:
+                        raise
+                    await asyncio.sleep(0.05)
+        finally:
+            await nc.close()
+
+
 async def _started(cluster: Cluster, stream: str, **kw: Any) -> NatsBackend:
     b = NatsBackend(cluster.live_urls(), stream=stream, prefix=_prefix(stream), **kw)
     await b.start()
@@ -94,6 +113,7 @@ async def test_an_existing_stream_is_updated_to_replicas_when_set_and_kept_when_
     cluster, stream_name, cnc
 ) -> None:
     await cnc.jetstream().add_stream(name=stream_name, subjects=[f"{_prefix(stream_name)}>"], num_replicas=1)
+    await _known_to_every_server(cluster, stream_name)  # the moment before is the next test's subject
     b = await _started(cluster, stream_name, replicas=3)
     await b.close()
     assert await _replicas(cnc, stream_name) == 3
@@ -103,6 +123,36 @@ async def test_an_existing_stream_is_updated_to_replicas_when_set_and_kept_when_
     b = await _started(cluster, stream_name, replicas=1)  # set: updated, down as well
     await b.close()
     assert await _replicas(cnc, stream_name) == 1
+
+
+async def test_instances_on_other_servers_start_right_after_a_client_created_the_stream(cluster: Cluster) -> None:
+    """For a moment after a create, the other servers may not know the stream: NATS 2.9 answers a
+    lookup or an update there with "stream not found" (10059). An instance starting just then (to
+    raise the stream to 3 replicas) must wait that out, not call it a conflict."""
+    conns = [await nats.connect(url) for url in cluster.urls]
+    made: list[str] = []
+
+    async def create_then_start(i: int) -> None:
+        name = f"L_{uuid.uuid4().hex[:10]}"
+        made.append(name)
+        await conns[i % 3].jetstream().add_stream(name=name, subjects=[f"{_prefix(name)}>"], num_replicas=1)
+        b = NatsBackend(cluster.urls[(i + 1) % 3], stream=name, prefix=_prefix(name), replicas=3)
+        try:
+            await b.start()
+        finally:
+            await b.close()
+
+    try:
+        for _ in range(4):  # a round of 24 at once shows the lag most times on 2 CPUs; 4 rounds make it near sure
+            await asyncio.gather(*(create_then_start(i) for i in range(24)))
+        for name in made:
+            assert await _replicas(conns[0], name) == 3
+    finally:
+        for name in made:
+            with contextlib.suppress(Exception):  # the servers are the session's own, killed at its end
+                await conns[0].jetstream(timeout=20).delete_stream(name)
+        for nc in conns:
+            await nc.close()
 
 
 async def test_more_replicas_than_servers_is_a_clear_error(cluster, stream_name) -> None:

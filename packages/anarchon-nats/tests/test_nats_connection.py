@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import subprocess
 import uuid
@@ -16,7 +17,7 @@ import anarchon_nats.backend as backend_module
 from anarchon import Scheduler
 from anarchon.backend import Claim, Outcome
 from anarchon.errors import BackendUnavailableError
-from anarchon_nats import NatsBackend
+from anarchon_nats import NatsBackend, StreamConflictError
 
 pytestmark = pytest.mark.nats
 
@@ -160,6 +161,32 @@ async def test_a_passed_in_connection_stays_the_callers(nats_url, names) -> None
         await nc.flush()
     finally:
         await nc.close()
+
+
+async def test_a_passed_in_connection_stays_the_callers_when_start_fails(nats_url, names, client) -> None:
+    """The failure path drops the connection it opened; it must not drop one it was given."""
+    js = client.jetstream()
+    squatter = f"{names.stream}_X"
+    await js.add_stream(name=squatter, subjects=[f"{names.prefix}>"])
+    nc = await nats.connect(nats_url)
+    try:
+        backend = NatsBackend(connection=nc, stream=names.stream, prefix=names.prefix)
+        with pytest.raises(StreamConflictError):
+            await backend.start()
+        await backend.close()
+        assert nc.is_connected
+        assert not nc.is_draining
+        assert not nc.is_closed
+        await js.delete_stream(squatter)
+        await backend.start()  # the same connection still serves the backend once the subjects are free
+        (r,) = await backend.claim([Claim(make_job(), 1, "a", token(), now_ms())])
+        assert r.outcome is Outcome.WON
+        await backend.close()
+        assert nc.is_connected
+    finally:
+        await nc.close()
+        with contextlib.suppress(nats.js.errors.NotFoundError):
+            await js.delete_stream(squatter)
 
 
 async def test_servers_takes_a_list_and_skips_a_dead_one(nats_url, names) -> None:

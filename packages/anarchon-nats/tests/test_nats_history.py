@@ -6,7 +6,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from nats_helpers import make_job, now_ms, token
+from nats_helpers import make_job, now_ms, stored_on, token
 
 from anarchon import Scheduler
 from anarchon.backend import Claim, Outcome
@@ -61,6 +61,35 @@ async def test_results_go_to_the_results_subject(backends, names, client) -> Non
     stored = await client.jetstream().get_last_msg(names.stream, f"{names.prefix}sync.results")
     assert stored.data is not None
     assert b'"status":"succeeded"' in stored.data
+
+
+async def test_a_finished_run_has_one_result_message_even_when_finish_is_repeated(backends, names, client) -> None:
+    """A retried finish() (its first answer lost) is de-duplicated by the result's Nats-Msg-Id."""
+    a, other = await backends(2)
+    job = make_job()
+    (r,) = await a.claim([Claim(job, 1000, "a", token(), now_ms())])
+    assert r.grant is not None
+    run = (await a.history("sync"))[0].replace(status=RunStatus.SUCCEEDED)
+    assert await a.finish(r.grant, run) is True
+    assert await a.finish(r.grant, run) is True
+    assert await other.finish(r.grant, run) is True  # the same grant finished through another connection
+    js = client.jetstream()
+    assert await stored_on(js, names.stream, f"{names.prefix}sync.results") == 1
+    last = await js.get_last_msg(names.stream, f"{names.prefix}sync.results")
+    assert last.headers is not None
+    assert last.headers["Nats-Msg-Id"] == "sync:1000:result"
+    (only,) = await other.history("sync")
+    assert (only.slot_ms, only.status) == (1000, RunStatus.SUCCEEDED)
+
+    (m,) = await a.claim([Claim(job, 1000, "a", token(), now_ms(), manual=True)])  # same slot, manual: its own run
+    assert m.grant is not None
+    await a.finish(m.grant, run.replace(manual=True))
+    await a.finish(m.grant, run.replace(manual=True))
+    assert await stored_on(js, names.stream, f"{names.prefix}sync.results") == 2
+    assert sorted((x.slot_ms, x.manual, x.status) for x in await other.history("sync")) == [
+        (1000, False, RunStatus.SUCCEEDED),
+        (1000, True, RunStatus.SUCCEEDED),
+    ]
 
 
 async def test_a_run_whose_runner_died_keeps_running(backends) -> None:

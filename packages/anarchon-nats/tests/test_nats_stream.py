@@ -8,7 +8,7 @@ import uuid
 
 import nats.js.errors
 import pytest
-from nats.js.api import StorageType, StreamConfig
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats_helpers import make_job, now_ms, token
 
 from anarchon import Scheduler
@@ -26,6 +26,18 @@ async def test_start_creates_the_stream_over_prefix_with_the_documented_defaults
     assert info.config.max_msgs_per_subject == 1000
     assert info.config.num_replicas == 1
     assert info.config.storage == StorageType.FILE
+
+
+async def test_the_new_stream_trims_by_count_per_subject_only(backends, names, client) -> None:
+    """History is trimmed by count only: no age, total-count or byte limit that would drop runs sooner."""
+    await backends(history_size=7)
+    config = (await client.jetstream().stream_info(names.stream)).config
+    assert config.max_msgs_per_subject == 7
+    assert not config.max_age  # 0: no age limit (nats-py may also show it as None)
+    assert config.max_msgs in (None, -1)
+    assert config.max_bytes in (None, -1)
+    assert config.retention == RetentionPolicy.LIMITS
+    assert config.discard == DiscardPolicy.OLD  # a full subject drops its oldest run, never refuses a claim
 
 
 async def test_options_reach_the_new_stream(backends, names, client) -> None:
