@@ -1,8 +1,9 @@
 """Multi-process conformance: real instance processes on one store.
 
 Some promises only show across OS processes: every slot of every job run
-once while the work is shared, and, on a lease backend, a ``kill -9`` of the
-instance running a job answered by a take-over within the lease. The author
+once while the work is shared, and a ``kill -9`` of the instance running a
+job: on a lease backend answered by a take-over within the lease, on a claim
+backend a run lost (never a second one), as the claim tier promises. The author
 names the backend once, as :class:`~anarchon_conformance.fleet.Fleet`
 keyword arguments; these tests are slow (about 25 s each).
 """
@@ -47,7 +48,7 @@ def _backend_class(spec: dict[str, Any]) -> type[Backend]:
 
 @pytest.mark.slow
 class FleetTests(SuiteBase):
-    """Every slot once across processes; take-over after ``kill -9`` on lease backends."""
+    """Every slot once across processes; after ``kill -9``, a take-over on lease backends, a lost run on claim ones."""
 
     @pytest.fixture
     def fleet_backend(self) -> dict[str, Any]:
@@ -122,3 +123,38 @@ class FleetTests(SuiteBase):
         (record,) = [r for r in asyncio.run(history()) if r.slot_ms == first["slot"]]
         assert (record.instance, record.attempt, record.status) == (second["instance"], 2, RunStatus.SUCCEEDED)
         assert record.fencing == second["fencing"]
+
+    @requires("multi_process", lease=False)
+    def test_kill_9_of_a_runner_loses_its_run_on_a_claim_backend(
+        self, fleet: FleetMaker, fleet_backend: dict[str, Any]
+    ) -> None:
+        """Claim only: no lease a backup could see expire, so the run of a runner killed mid-run is lost.
+
+        The other instances go on to run later slots, so they were alive and scheduling while
+        the killed slot went unrun; its record stays ``running`` under the dead instance.
+        """
+        slow_every_s = 3
+        with fleet(
+            instances=3,
+            jobs=0,
+            slow_cron=f"*/{slow_every_s} * * * * *",
+            slow_seconds=2,
+            slow_options={"jitter_ms": 300},
+        ) as f:
+            f.start()
+            first = f.wait_for(lambda r: r["e"] == "start" and r.get("job") == "job-slow", timeout=30)
+            f.kill(f.member(first["instance"]))
+            later = first["slot"] + 2 * slow_every_s * 1000  # well past any run the killed one could have left
+            f.wait_for(lambda r: r["e"] == "end" and r.get("job") == "job-slow" and r["slot"] >= later, timeout=30)
+            f.stop()
+            ledger = f.ledger()
+            report = f.report(since_ms=first["slot"])
+        assert [r for r in ledger if r.get("job") == "job-slow" and r.get("slot") == first["slot"]] == [first]
+        assert report.duplicates == 0, report.duplicate_slots
+        assert report.take_overs == 0
+
+        async def history() -> list[Run]:
+            return await Scheduler(build_backend(**fleet_backend)).history("job-slow")
+
+        (record,) = [r for r in asyncio.run(history()) if r.slot_ms == first["slot"]]
+        assert (record.status, record.instance) == (RunStatus.RUNNING, first["instance"])
