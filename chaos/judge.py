@@ -5,7 +5,9 @@ Definitions (the report's glossary repeats them):
 duplicate
     Two runs of one slot that executed at the same time (their intervals from
     ``start`` to ``end``/``cancel``/death overlap), or two starts with the same
-    attempt, or — on a claim backend, which has no attempt 2 — any second start.
+    fencing token (one grant run twice), or — on a claim backend, which has no
+    attempt 2 — any second start. (Two starts may share an attempt: a run
+    handed over goes on as the same attempt on another instance.)
     A duplicate anywhere breaks the promise.
 re-run
     Lease backends only: a later attempt that started after the earlier one had
@@ -319,11 +321,11 @@ def judge(
                 if rk not in stops and r["instance"] not in timeline.ends:
                     stop = final_stop or 2**62
                 intervals.append((r["t"], stop, r))
-            attempts = [r["attempt"] for r in runs]
+            grants = [(r["instance"], r["attempt"], r.get("fencing")) for r in runs]
             overlap = [
                 (a[2], b[2]) for i, a in enumerate(intervals) for b in intervals[i + 1 :] if b[0] < a[1] and a[0] < b[1]
             ]
-            if len(attempts) != len(set(attempts)) or (not lease and len(runs) > 1) or overlap:
+            if len(grants) != len(set(grants)) or (not lease and len(runs) > 1) or overlap:
                 who = ", ".join(f"{r['instance']}#{r['attempt']}@{r['t']}" for r in runs)
                 v.duplicates.append(f"{label}: {who}")
                 continue

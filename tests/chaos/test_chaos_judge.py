@@ -119,3 +119,32 @@ def test_slots_covered_by_a_run_that_superseded_the_dead_run_are_coalesced_not_l
     ]
     v = _judge(ledger, timeline, {SLOTS[0]: "abandoned", SLOTS[1]: "skipped"})
     assert v.broken == [] and v.abandoned_chains == 0
+
+
+def _handed_over_ledger(second_fencing: int) -> list[dict[str, Any]]:
+    return [
+        *_ready("i1-s0", "i2-s1"),
+        {**_run("start", "i1-s0", S + 100, SLOTS[0], 1), "fencing": 1},
+        {**_run("cancel", "i1-s0", S + 2010, SLOTS[0], 1), "fencing": 1},  # cancelled by its SIGTERM
+        {**_run("start", "i2-s1", S + 2500, SLOTS[0], 1), "fencing": second_fencing},
+        {**_run("end", "i2-s1", S + 4000, SLOTS[0], 1), "fencing": second_fencing},
+        *[r for slot in SLOTS[1:] for r in (_run("start", "i2-s1", slot, slot), _run("end", "i2-s1", slot + 50, slot))],
+    ]
+
+
+def test_a_run_handed_over_goes_on_as_the_same_attempt_and_is_no_duplicate() -> None:
+    timeline = Timeline()
+    timeline.instance_ended("i1-s0", S + 2000, "term")
+    v = _judge(_handed_over_ledger(second_fencing=2), timeline, {SLOTS[0]: "succeeded"})
+    assert v.duplicates == [] and v.broken == []
+    assert v.hand_over_ms == [490] and v.take_over_ms == []
+
+
+def test_one_grant_started_twice_is_a_duplicate_even_when_the_runs_do_not_overlap() -> None:
+    timeline = Timeline()
+    timeline.instance_ended("i1-s0", S + 2000, "term")
+    ledger = _handed_over_ledger(second_fencing=1)
+    for rec in ledger[3:5]:
+        rec["instance"] = "i1-s0"  # the same instance, attempt and fencing token: one grant run twice
+    v = _judge(ledger, timeline, {SLOTS[0]: "succeeded"})
+    assert len(v.duplicates) == 1

@@ -207,13 +207,15 @@ class MemoryStore:
                     book.settle((slot, manual), rec)
                     continue
                 book.fencing += 1
+                # A hand-over is no death: the run goes on as the same attempt, so max_attempts counts deaths.
+                attempt = rec.run.attempt + (0 if rec.handed_over else 1)
                 rec.token = uuid.uuid4().hex
                 rec.handed_over = False
                 rec.lease_ms = job.options.lease_ms
                 rec.expires_ms = now + rec.lease_ms
                 rec.run = rec.run.replace(
                     instance=instance,
-                    attempt=rec.run.attempt + 1,
+                    attempt=attempt,
                     fencing=book.fencing,
                     started_at=ms_to_datetime(now),
                 )

@@ -331,7 +331,8 @@ BEGIN
                     lease_ms = c.lease,
                     expires_ms = v_now + c.lease,
                     instance = p_instance,
-                    attempt = attempt + 1,
+                    -- a hand-over is no death: the run goes on as the same attempt
+                    attempt = attempt + CASE WHEN c.handed_over THEN 0 ELSE 1 END,
                     fencing = v_fencing,
                     started_at = timestamptz 'epoch' + v_now * interval '1 millisecond'
                 WHERE job = c.job AND slot_ms = c.slot_ms AND manual = c.manual

@@ -245,8 +245,10 @@ for _, rid in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', num(now))) do
       redis.call('HSET', runs, rid, cjson.encode(r))
     else
       local f = redis.call('HINCRBY', state, 'fencing', 1)
+      -- a hand-over is no death: the run goes on as the same attempt
+      if not r.handed then r.attempt = r.attempt + 1 end
       r.token, r.handed, r.lease, r.instance = mine .. f, false, lease, instance
-      r.attempt, r.fencing, r.started = r.attempt + 1, f, now
+      r.fencing, r.started = f, now
       raw = cjson.encode(r)
       redis.call('HSET', runs, rid, raw)
       redis.call('ZADD', live, num(now + lease), rid)

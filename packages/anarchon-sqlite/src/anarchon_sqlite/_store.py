@@ -352,10 +352,12 @@ def _take_over_job(
         fencing += 1
         token = uuid.uuid4().hex
         lease_ms = job.options.lease_ms
+        if not handed_over:
+            attempt += 1  # a hand-over is no death: the run goes on as the same attempt
         conn.execute(
             "UPDATE anarchon_runs SET instance = ?, attempt = ?, fencing = ?, started_at_us = ?, token = ?, "
             "lease_ms = ?, expires_ms = ?, handed_over = 0 WHERE job = ? AND slot_ms = ? AND manual = ?",
-            (instance, attempt + 1, fencing, now * 1000, token, lease_ms, now + lease_ms, *where),
+            (instance, attempt, fencing, now * 1000, token, lease_ms, now + lease_ms, *where),
         )
         taken: Row = conn.execute(_SELECT_RUN, where).fetchone()
         won.append(ClaimResult(Outcome.WON, _grant(taken)))

@@ -301,10 +301,29 @@ class LeaseTests(SuiteBase):
         assert await a.backend.hand_over(first), "hand_over() by the owner returned False"
         (second,) = _taken(await b.take_over(job))
         assert time.monotonic() - started < 10, "the take-over waited for the lease to expire"
-        assert (second.instance, second.attempt, second.slot_ms) == (b.id, 2, slot)
+        assert (second.instance, second.attempt, second.slot_ms) == (b.id, 1, slot), "a hand-over is no new attempt"
         assert _grows(first.fencing, second.fencing), f"fencing went from {first.fencing!r} to {second.fencing!r}"
         assert not await a.renew(first), "the instance that handed over could still renew"
         assert await b.finish(second)
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_a_hand_over_does_not_use_up_an_attempt(self, conformance: Conformance) -> None:
+        """``max_attempts`` counts runners that died: a run handed over on stop goes on as the same attempt."""
+        job = conformance.job("handed", lease_ms=LEASE_MS, max_attempts=2)
+        a, b, c, d = await conformance.instances(4)
+        (slot,) = conformance.slots(1)
+        first = await _won(a, job, slot)
+        assert await a.backend.hand_over(first)
+        (second,) = _taken(await b.take_over(job))
+        assert second.attempt == 1
+        await _expire(conformance)  # b dies: attempt 1 is used up
+        (third,) = _taken(await c.take_over(job))
+        assert (third.instance, third.attempt) == (c.id, 2)
+        await _expire(conformance)  # c dies too: max_attempts=2 are used up
+        assert await d.take_over(job) == [], "a run was taken over after max_attempts=2 runners died"
+        run = await conformance.record(job, slot)
+        assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_attempts the record is {run!r}"
 
     @pytest.mark.asyncio
     @requires("lease")

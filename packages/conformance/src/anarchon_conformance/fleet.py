@@ -230,7 +230,8 @@ def reconcile(
     """Judge the ledger against the slots each job should have run.
 
     A *duplicate* is a slot run to its end more than once, or started twice
-    with the same attempt number; a *take-over* is a slot whose later attempt
+    under one grant (instance, attempt and fencing token; a run handed over on
+    stop goes on as the same attempt elsewhere); a *take-over* is a slot whose later attempt
     started after an earlier one died; a slot is *missed* when nothing ran it
     and no instance recorded it as skipped for overlap. ``killed_at`` maps an
     instance to when it was killed, to time each take-over from the kill.
@@ -260,8 +261,8 @@ def reconcile(
                 (r["instance"], r["attempt"], "succeeded" if (r["instance"], r["attempt"]) in ended else "died")
                 for r in sorted(s, key=lambda r: (r["attempt"], r["t"]))
             )
-            attempts = [r["attempt"] for r in s]
-            if len(e) > 1 or len(attempts) != len(set(attempts)):
+            grants = [(r["instance"], r["attempt"], r.get("fencing")) for r in s]
+            if len(e) > 1 or len(grants) != len(set(grants)):
                 report.duplicates += 1
                 report.duplicate_slots.append(key)
             if not s and key not in skips:
