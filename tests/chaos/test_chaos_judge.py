@@ -68,22 +68,24 @@ def test_a_dead_run_that_made_the_next_slot_skip_and_was_then_abandoned_breaks_t
 def test_a_slot_whose_last_try_died_at_max_attempts_may_be_abandoned() -> None:
     timeline = Timeline()
     timeline.instance_ended("i2-s1", S + 3000, "term")
-    timeline.instance_ended("i3-s2", S + 8000, "kill9")
+    timeline.instance_ended("i3-s2", S + 5000, "kill9")
+    timeline.instance_ended("i4-s3", S + 8000, "kill9")
     ledger = [
-        *_ready("i1-s0", "i2-s1", "i3-s2"),
+        *_ready("i1-s0", "i2-s1", "i3-s2", "i4-s3"),
         _run("start", "i1-s0", S + 100, SLOTS[0], 1),
         _run("cancel", "i1-s0", S + 2000, SLOTS[0], 1),  # lease lost; i1 lives on
         _run("start", "i2-s1", S + 2500, SLOTS[0], 2),
         _run("cancel", "i2-s1", S + 3010, SLOTS[0], 2),  # cancelled by its SIGTERM: handed over
-        _run("start", "i3-s2", S + 3400, SLOTS[0], 3),
+        _run("start", "i3-s2", S + 3400, SLOTS[0], 2),  # a hand-over goes on as the same attempt
+        _run("start", "i4-s3", S + 7500, SLOTS[0], 3),
         _skip("i1-s0", SLOTS[1] + 10, SLOTS[1]),
         *_ran_later_slots(),
     ]
     v = _judge(ledger, timeline, {SLOTS[0]: "abandoned", SLOTS[1]: "skipped"})
-    assert v.broken == []
+    assert v.duplicates == [] and v.broken == []
     assert v.abandoned == 1 and v.abandoned_chains == 0
     assert any("attempt 3 died" in line for line in v.warnings)
-    assert len(v.hand_over_ms) == 1 and len(v.take_over_ms) == 1
+    assert len(v.hand_over_ms) == 1 and len(v.take_over_ms) == 2
 
 
 def test_a_lease_lost_before_the_instance_was_stopped_is_a_take_over_not_a_hand_over() -> None:
