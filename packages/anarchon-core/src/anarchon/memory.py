@@ -114,6 +114,10 @@ class MemoryStore:
             supersedes = None
             if not c.manual:
                 if book.mark is not None and c.slot_ms <= book.mark:
+                    if opts.overlap == "skip" and any(
+                        k[0] < c.slot_ms and book.runs[k].expires_ms > now for k in book.running
+                    ):
+                        return self._skip(book, key, c, now)  # delayed past a newer slot, and overlapped anyway
                     return ClaimResult(Outcome.LOST)
                 for slot, manual in list(book.running) if book.running else ():
                     rec = book.runs[slot, manual]
@@ -124,11 +128,7 @@ class MemoryStore:
                             supersedes = slot
                 book.mark = c.slot_ms
             if opts.overlap == "skip" and book.running and any(book.runs[k].expires_ms > now for k in book.running):
-                base = c.running()
-                skipped = base.replace(status=RunStatus.SKIPPED, finished_at=base.started_at, duration_ms=0)
-                book.put(key, _Record(skipped, c.token, opts.lease_ms, now))
-                self._trim(book, c.job, now)
-                return ClaimResult(Outcome.SKIPPED, record=skipped)
+                return self._skip(book, key, c, now)
             book.fencing += 1
             if not c.manual:
                 book.won = c.slot_ms
@@ -136,6 +136,14 @@ class MemoryStore:
             book.put(key, rec)
             self._trim(book, c.job, now)
             return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms, supersedes))
+
+    def _skip(self, book: _Book, key: tuple[int, bool], c: Claim, now: int) -> ClaimResult:
+        """Record the slot skipped for overlap: a run still holds the job's lease."""
+        base = c.running()
+        skipped = base.replace(status=RunStatus.SKIPPED, finished_at=base.started_at, duration_ms=0)
+        book.put(key, _Record(skipped, c.token, c.job.options.lease_ms, now))
+        self._trim(book, c.job, now)
+        return ClaimResult(Outcome.SKIPPED, record=skipped)
 
     def _grant(self, rec: _Record, started_ms: int | None = None, supersedes: int | None = None) -> Grant:
         run = rec.run

@@ -223,6 +223,23 @@ BEGIN
                     o_instance := r.instance; o_attempt := r.attempt; o_fencing := r.fencing;
                     o_catch_up := r.catch_up; o_missed := r.missed; o_started_at := r.started_at;
                     o_finished_at := r.finished_at; o_duration_ms := r.duration_ms; o_lease_ms := r.lease_ms;
+                ELSIF NOT FOUND AND p_skip[i] AND EXISTS (
+                    SELECT 1 FROM {s}.runs WHERE job = p_job[i] AND status = 'running'
+                        AND expires_ms > v_now AND slot_ms < p_slot[i]
+                ) THEN
+                    -- Delayed past a newer slot's claim: too late to run, but overlapped by an older
+                    -- run all along, so recorded skipped as it would have been in time (the mark stays).
+                    INSERT INTO {s}.runs VALUES (
+                        p_job[i], p_slot[i], false, 'skipped', p_instance[i], 1, NULL, p_catch_up[i], p_missed[i],
+                        p_started[i], p_started[i], 0, NULL, p_token[i], p_lease[i], v_now, false
+                    );
+                    UPDATE {s}.jobs SET run_count = run_count + 1 WHERE name = p_job[i] RETURNING run_count INTO v_count;
+                    o_outcome := 'skipped'; o_instance := p_instance[i]; o_attempt := 1; o_fencing := NULL;
+                    o_catch_up := p_catch_up[i]; o_missed := p_missed[i]; o_started_at := p_started[i];
+                    o_finished_at := p_started[i]; o_duration_ms := 0; o_lease_ms := p_lease[i];
+                    IF v_count > p_size[i] + p_size[i] / 16 OR p_ttl[i] IS NOT NULL THEN
+                        PERFORM {s}.trim_history(p_job[i], v_count, p_size[i], p_ttl[i], v_now);
+                    END IF;
                 ELSE
                     o_instance := NULL; o_attempt := NULL; o_fencing := NULL; o_catch_up := NULL;
                     o_missed := NULL; o_started_at := NULL; o_finished_at := NULL;

@@ -119,11 +119,17 @@ end
 local now = now_ms()
 local st = redis.call('HMGET', state, 'mark', 'fencing', 'won')
 local mark, fencing, won = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3])
-if not manual and mark and slot <= mark then return {'lost'} end
+-- A late claim was delayed past a newer slot's: too late to run. Overlapped by an older run all
+-- along, it is recorded skipped (the mark stays); otherwise it leaves no record.
+local late = not manual and mark and slot <= mark
+if late and not skip then return {'lost'} end
 local busy, supersedes = false, nil
 local leases = redis.call('ZRANGE', live, 0, -1, 'WITHSCORES')
 for i = 1, #leases, 2 do
-  if tonumber(leases[i + 1]) > now then
+  if late then
+    local raw = tonumber(leases[i + 1]) > now and redis.call('HGET', runs, leases[i])
+    if raw and cjson.decode(raw).slot < slot then busy = true end
+  elseif tonumber(leases[i + 1]) > now then
     busy = true
   elseif not manual then
     local dead = leases[i]
@@ -141,6 +147,7 @@ for i = 1, #leases, 2 do
     end
   end
 end
+if late and not busy then return {'lost'} end
 local rec = {
   job = job, slot = slot, instance = ARGV[3], manual = manual, catch_up = catch_up, missed = missed,
   started = started, finished = cjson.null, duration = cjson.null, error = cjson.null,
@@ -151,7 +158,7 @@ local outcome = 'won'
 if skip and busy then
   outcome = 'skipped'
   rec.status, rec.fencing, rec.finished, rec.duration = 'skipped', cjson.null, rec.started, 0
-  if not manual then redis.call('HSET', state, 'mark', num(slot)) end
+  if not manual and not late then redis.call('HSET', state, 'mark', num(slot)) end
 else
   rec.status, rec.fencing = 'running', fencing + 1
   redis.call('ZADD', live, num(now + lease), rid)

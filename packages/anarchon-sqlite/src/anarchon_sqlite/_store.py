@@ -195,6 +195,13 @@ _SELECT_DEAD = (
 )
 
 
+#: Whether a run of an older slot holds the job's lease.
+_SELECT_OLDER_HELD = (
+    "SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running "
+    "WHERE job = ? AND status = 'running' AND expires_ms > ? AND slot_ms < ? LIMIT 1"
+)
+
+
 def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     opts = c.job.options
     name = c.job.name
@@ -217,9 +224,16 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
         conn.execute("INSERT INTO anarchon_jobs (job) VALUES (?)", (name,))
         fencing, kept = 0, 0
     supersedes = None
-    if not c.manual:
-        if mark is not None and c.slot_ms <= mark:
-            return ClaimResult(Outcome.LOST)
+    late = not c.manual and mark is not None and c.slot_ms <= mark
+    # A late claim was delayed past a newer slot's: too late to run. Overlapped by an older run
+    # all along, it is recorded skipped below (the mark stays); otherwise it leaves no record.
+    if late and (
+        opts.overlap != "skip"
+        or not held
+        or conn.execute(_SELECT_OLDER_HELD, (name, now, c.slot_ms)).fetchone() is None
+    ):
+        return ClaimResult(Outcome.LOST)
+    if not c.manual and not late:
         if dead:
             if won is not None and conn.execute(_SELECT_DEAD, (name, won, now)).fetchone() is not None:
                 supersedes = won

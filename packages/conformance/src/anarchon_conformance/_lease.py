@@ -341,6 +341,33 @@ class LeaseTests(SuiteBase):
 
     @pytest.mark.asyncio
     @requires("lease")
+    async def test_a_claim_delayed_past_a_newer_slot_is_recorded_skipped_while_an_older_run_holds_the_lease(
+        self, conformance: Conformance
+    ) -> None:
+        """A claim held up on its link reaches the store after a newer slot was decided.
+
+        It is too late to run (the mark), but while an older run holds the lease
+        it would have been skipped in time too: it is recorded skipped, so
+        history has no hole. Without such a run, or under a newer run (a
+        catch-up that covered it), it is LOST and leaves no record.
+        """
+        job = conformance.job("delayed", lease_ms=30_000)
+        a, b, late = await conformance.instances(3)
+        s0, s1, s2, s3, s4 = conformance.slots(5)
+        first = await _won(a, job, s0)
+        assert (await b.claim(job, s2)).outcome is Outcome.SKIPPED
+        delayed = await late.claim(job, s1)
+        assert delayed.outcome is Outcome.SKIPPED, f"the delayed claim of {s1} was answered {delayed.outcome}"
+        assert (await conformance.record(job, s1)).status is RunStatus.SKIPPED
+        assert await a.backend.marks([job]) == {job.name: s2}, "the delayed claim moved the mark back"
+        assert (await b.claim(job, s1)).outcome is Outcome.LOST, "a second claim of the recorded slot"
+        assert await a.finish(first)
+        await _won(b, job, s4)  # no run holds a lease any more; then a newer one does
+        assert (await late.claim(job, s3)).outcome is Outcome.LOST, "a slot older than the running run"
+        assert [r.slot_ms for r in await conformance.history(job) if r.slot_ms == s3] == []
+
+    @pytest.mark.asyncio
+    @requires("lease")
     async def test_manual_runs_do_not_move_the_mark(self, conformance: Conformance) -> None:
         job = conformance.job("manual-mark")
         a, b = await conformance.instances(2)
