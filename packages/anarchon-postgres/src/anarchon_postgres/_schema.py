@@ -233,7 +233,8 @@ BEGIN
                         p_job[i], p_slot[i], false, 'skipped', p_instance[i], 1, NULL, p_catch_up[i], p_missed[i],
                         p_started[i], p_started[i], 0, NULL, p_token[i], p_lease[i], v_now, false
                     );
-                    UPDATE {s}.jobs SET run_count = run_count + 1 WHERE name = p_job[i] RETURNING run_count INTO v_count;
+                    UPDATE {s}.jobs SET run_count = run_count + 1 WHERE name = p_job[i]
+                        RETURNING run_count INTO v_count;
                     o_outcome := 'skipped'; o_instance := p_instance[i]; o_attempt := 1; o_fencing := NULL;
                     o_catch_up := p_catch_up[i]; o_missed := p_missed[i]; o_started_at := p_started[i];
                     o_finished_at := p_started[i]; o_duration_ms := 0; o_lease_ms := p_lease[i];
