@@ -62,6 +62,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from anarchon_conformance.fleet import grant_of
+
 __all__ = ["Timeline", "Verdict", "judge"]
 
 SKEW_MARGIN_MS = 600
@@ -321,7 +323,7 @@ def judge(
                 if rk not in stops and r["instance"] not in timeline.ends:
                     stop = final_stop or 2**62
                 intervals.append((r["t"], stop, r))
-            grants = [(r["instance"], r["attempt"], r.get("fencing")) for r in runs]
+            grants = [grant_of(r) for r in runs]
             overlap = [
                 (a[2], b[2]) for i, a in enumerate(intervals) for b in intervals[i + 1 :] if b[0] < a[1] and a[0] < b[1]
             ]

@@ -40,6 +40,7 @@ __all__ = [
     "TakeOver",
     "assert_every_slot_once",
     "build_backend",
+    "grant_of",
     "read_ledger",
     "reconcile",
 ]
@@ -222,6 +223,12 @@ class TakeOver:
         return int(self.second["t"]) - self.killed_at
 
 
+def grant_of(start: dict[str, Any]) -> tuple[str, int, int | None]:
+    """The grant a ``start`` line ran under: a run handed over goes on as the same attempt
+    on another instance, so only instance, attempt and fencing token together tell one grant."""
+    return (start["instance"], start["attempt"], start.get("fencing"))
+
+
 def reconcile(
     ledger: Sequence[dict[str, Any]],
     expected: dict[str, list[int]],
@@ -261,7 +268,7 @@ def reconcile(
                 (r["instance"], r["attempt"], "succeeded" if (r["instance"], r["attempt"]) in ended else "died")
                 for r in sorted(s, key=lambda r: (r["attempt"], r["t"]))
             )
-            grants = [(r["instance"], r["attempt"], r.get("fencing")) for r in s]
+            grants = [grant_of(r) for r in s]
             if len(e) > 1 or len(grants) != len(set(grants)):
                 report.duplicates += 1
                 report.duplicate_slots.append(key)
