@@ -151,9 +151,9 @@ async def test_a_passed_in_connection_stays_the_callers(nats_url, names) -> None
     try:
         backend = NatsBackend(connection=nc, stream=names.stream, prefix=names.prefix)
         assert "caller's NATS client" in repr(backend)
-        for _ in range(2):  # start/close twice: a scheduler does that around history() calls
+        for slot in (1_000, 2_000):  # start/close twice: a scheduler does that around history() calls
             await backend.start()
-            (r,) = await backend.claim([Claim(make_job(), now_ms(), "a", token(), now_ms())])
+            (r,) = await backend.claim([Claim(make_job(), slot, "a", token(), now_ms())])
             assert r.outcome is Outcome.WON
             await backend.close()
             assert nc.is_connected
