@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import shutil
 import socket
 import subprocess
@@ -49,11 +50,27 @@ async def stored_on(js: JetStreamContext, stream: str, subject: str) -> int:
 # -- private servers ---------------------------------------------------------------
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
+    """A port free now, never one handed out before in this session, below the ephemeral range.
+
+    Port 0 gave the same port twice in one cluster (its servers bind only
+    later), and an ephemeral port can meanwhile become some client's own.
+    """
+    for _ in range(1000):
+        port = random.randint(12_000, 32_000)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise RuntimeError("no free port between 12000 and 32000 on 127.0.0.1")
 
 
 def wait_port(port: int, timeout: float = 10.0) -> None:
@@ -134,18 +151,27 @@ class Cluster:
 
 
 async def wait_jetstream(urls: list[str], timeout: float = 30.0) -> None:
-    """Until a JetStream meta leader answers (a new cluster takes a few seconds to elect one)."""
+    """Until a stream with one replica per server can be placed, and so every server is a JetStream peer.
+
+    A meta leader answers account info before the other servers have joined it:
+    a stream with replicas 3 created then is refused with "no suitable peers
+    for placement" (10005), which is what a new or just restarted cluster
+    answers for a few seconds. So the probe is such a stream, made and deleted.
+    """
     deadline = time.monotonic() + timeout
     last: BaseException | None = None
+    probe = f"READY_{uuid.uuid4().hex[:8]}"
     while time.monotonic() < deadline:
         try:
             nc = await nats.connect(urls, connect_timeout=1, max_reconnect_attempts=1)
             try:
-                await nc.jetstream(timeout=2).account_info()
+                js = nc.jetstream(timeout=2)
+                await js.add_stream(name=probe, subjects=[f"{probe.lower()}.>"], num_replicas=len(urls))
+                await js.delete_stream(probe)
                 return
             finally:
                 await nc.close()
         except Exception as exc:
             last = exc
             await asyncio.sleep(0.25)
-    raise TimeoutError(f"JetStream did not become ready at {urls} within {timeout} s: {last!r}")
+    raise TimeoutError(f"JetStream did not place a stream on all of {urls} within {timeout} s: {last!r}")

@@ -36,6 +36,8 @@ log = logging.getLogger("anarchon.nats")
 _NAME_IN_USE = 10058
 #: "error creating store for stream": transient when creates of one name race, or a delete is still settling.
 _STORE_FAILED = 10049
+#: "no suitable peers for placement": transient while a cluster that just (re)started gathers its servers.
+_NO_PEERS = 10005
 _STREAM_NOT_FOUND = 10059
 #: How often a lookup, create or update that met a transient answer is tried in all.
 _TRIES = 6
@@ -119,7 +121,7 @@ async def ensure_stream(js: JetStreamContext, needs: StreamNeeds) -> StreamConfi
                 try:
                     info = await js.stream_info(needs.name)
                 except NotFoundError:
-                    if retry and exc.err_code == _STORE_FAILED:
+                    if retry and exc.err_code in (_STORE_FAILED, _NO_PEERS):
                         await _pause(attempt)
                         continue
                     raise _conflict(needs, exc, "create") from exc
