@@ -655,3 +655,49 @@ async def test_a_run_that_supersedes_a_dead_run_counts_the_slots_it_covers() -> 
     await s.stop()
     assert (ran[0].missed, ran[0].catch_up) == (3, False), "the dead run's slot, the skipped one and its own"
     assert store.history("job", 10)[-1].missed == 3
+
+
+async def test_a_plain_claim_past_slots_nobody_decided_covers_them() -> None:
+    """Issue #8's Redis loss: claims of some slots are held on a link (no error, no answer) until a
+    later slot's claim goes through and moves the mark past them. The grant names the mark it found,
+    so that run counts the undecided slots as missed; the held claims, delivered late, lose."""
+
+    class Holding(MemoryBackend):
+        def __init__(self, store: MemoryStore) -> None:
+            super().__init__(store)
+            self.hold = False
+            self.held: list[tuple[int, asyncio.Event]] = []
+            self.late: list[Any] = []
+
+        async def claim(self, claims: Sequence[Any]) -> list[Any]:
+            if not self.hold:
+                return await super().claim(claims)
+            release = asyncio.Event()
+            self.held += [(c.slot_ms, release) for c in claims]
+            await release.wait()
+            results = await super().claim(claims)
+            self.late += results
+            return results
+
+    store = MemoryStore()
+    backend = Holding(store)
+    ran: list[RunContext] = []
+    s = Scheduler(backend)
+    s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=0, max_late_ms=5000)
+    await s.start()
+    await wait_until(lambda: bool(ran))
+    backend.hold = True
+    await wait_until(lambda: len(backend.held) >= 2, timeout=5)
+    backend.hold = False
+    held = sorted(slot for slot, _ in backend.held)
+    await wait_until(lambda: any(c.slot_ms > held[-1] for c in ran), timeout=5)
+    for _, release in backend.held:
+        release.set()
+    await wait_until(lambda: len(backend.late) == len(held), timeout=5)
+    await s.stop()
+    after = next(c for c in ran if c.slot_ms > held[-1])
+    before = max(c.slot_ms for c in ran if c.slot_ms < held[0])
+    assert after.missed == (after.slot_ms - before) // 1000, (before, held, after)
+    assert after.missed >= len(held) + 1, "the run must cover the held slots and its own"
+    assert {r.outcome.value for r in backend.late} == {"lost"}, "a held claim delivered late must lose"
+    assert not [c for c in ran if c.slot_ms in held], "a held slot ran after the mark moved past it"

@@ -142,3 +142,30 @@ async def test_the_callers_pool_is_used_and_never_closed(pg_dsn, schema, make_jo
 async def test_calls_before_start_say_what_to_do():
     with pytest.raises(RuntimeError, match="start"):
         await PostgresBackend().history("x")
+
+
+async def test_a_schema_at_version_1_is_migrated_on_start(make_backend, pg_dsn, schema, make_job, make_claim):
+    """Version 2 replaces the claim function (a new result column): its DROP must match version 1's."""
+    from anarchon_postgres._schema import _MIGRATIONS, quote_schema
+
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        quoted = quote_schema(schema)
+        async with conn.transaction():
+            await conn.execute(f"CREATE SCHEMA {quoted}")
+            await conn.execute(
+                f"CREATE TABLE {quoted}.schema_version (version integer PRIMARY KEY, applied_at "
+                "timestamptz NOT NULL DEFAULT now())"
+            )
+            await conn.execute(_MIGRATIONS[0](quoted))
+            await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES (1)")
+        backend = await make_backend()
+        versions = [r["version"] for r in await conn.fetch(f"SELECT version FROM {quoted}.schema_version")]
+    finally:
+        await conn.close()
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
+    job = make_job("migrated", overlap="allow")
+    (first,) = await backend.claim([make_claim(job, 1000)])
+    (second,) = await backend.claim([make_claim(job, 3000)])
+    assert first.won and second.won and second.grant is not None
+    assert second.grant.previous_mark == 1000

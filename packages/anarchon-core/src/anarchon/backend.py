@@ -26,6 +26,12 @@ lease
       If one of them was the newest slot won, a ``WON`` answer names it in
       ``Grant.supersedes``: the run then covers that dead run's slot and the
       slots skipped for it, as a catch-up covers the slots it missed.
+    * A ``WON`` scheduled claim names in ``Grant.previous_mark`` the ``mark``
+      it found, before moving it. Slots between the two were decided by
+      nobody (their claims were lost on cut links, or every instance reached
+      them late), and the run covers them, as a catch-up would have: without
+      this, the first instance back with a plain claim moved the mark past
+      them and a later catch-up counted from there.
     * With ``overlap="skip"``, a claim (scheduled or manual) while any run of
       the job holds an unexpired lease answers ``SKIPPED`` and records the
       slot once with status ``skipped`` (and moves ``mark``).
@@ -168,6 +174,8 @@ class Grant:
     lease_ms: int = 0
     #: The slot of the dead run this claim abandoned, when it was the newest slot won.
     supersedes: int | None = None
+    #: The job's ``mark`` this scheduled claim found and moved (``None``: the job never ran, or unknown).
+    previous_mark: int | None = None
 
     def finished(self, status: RunStatus, *, started_ms: int, finished_ms: int, error: str | None = None) -> Run:
         """The history record of this grant's run, as :meth:`Backend.finish` receives it."""

@@ -111,7 +111,7 @@ class MemoryStore:
                 if existing.run.status is RunStatus.RUNNING:
                     return ClaimResult(Outcome.WON, self._grant(existing))
                 return ClaimResult(Outcome.LOST)
-            supersedes = None
+            supersedes = previous = None
             if not c.manual:
                 if book.mark is not None and c.slot_ms <= book.mark:
                     if opts.overlap == "skip" and any(
@@ -126,7 +126,7 @@ class MemoryStore:
                         book.settle((slot, manual), rec)
                         if slot == book.won:
                             supersedes = slot
-                book.mark = c.slot_ms
+                previous, book.mark = book.mark, c.slot_ms
             if opts.overlap == "skip" and book.running and any(book.runs[k].expires_ms > now for k in book.running):
                 return self._skip(book, key, c, now)
             book.fencing += 1
@@ -135,7 +135,7 @@ class MemoryStore:
             rec = _Record(c.running(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
             book.put(key, rec)
             self._trim(book, c.job, now)
-            return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms, supersedes))
+            return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms, supersedes, previous))
 
     def _skip(self, book: _Book, key: tuple[int, bool], c: Claim, now: int) -> ClaimResult:
         """Record the slot skipped for overlap: a run still holds the job's lease."""
@@ -145,7 +145,9 @@ class MemoryStore:
         self._trim(book, c.job, now)
         return ClaimResult(Outcome.SKIPPED, record=skipped)
 
-    def _grant(self, rec: _Record, started_ms: int | None = None, supersedes: int | None = None) -> Grant:
+    def _grant(
+        self, rec: _Record, started_ms: int | None = None, supersedes: int | None = None, previous: int | None = None
+    ) -> Grant:
         run = rec.run
         started = run.started_at
         if started_ms is None:
@@ -163,6 +165,7 @@ class MemoryStore:
             started_at_ms=started_ms,
             lease_ms=rec.lease_ms,
             supersedes=supersedes,
+            previous_mark=previous,
         )
 
     def _owned(self, grant: Grant) -> _Record | None:

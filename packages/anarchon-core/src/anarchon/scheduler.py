@@ -656,10 +656,8 @@ class Scheduler:
             except Exception as exc:
                 self._backend_failed("hand_over", exc)
             return None
-        if grant.supersedes is not None and not grant.manual:
-            # Like a catch-up, this run covers the slots that ran nothing: the dead run's and those skipped for it.
-            covered, _ = job.schedule.count_between(grant.supersedes - 1, grant.slot_ms)
-            grant = dataclasses.replace(grant, missed=max(grant.missed, covered))
+        if not grant.manual:
+            grant = self._covering(job, grant)
         ctx = RunContext(
             job=job,
             slot_ms=grant.slot_ms,
@@ -705,6 +703,24 @@ class Scheduler:
             if self._active.get(key) is active:  # a later attempt of this run may hold the key by now
                 del self._active[key]
             active.ended.set()
+
+    @staticmethod
+    def _covering(job: Job, grant: Grant) -> Grant:
+        """The grant with ``missed`` counting the slots it covers, as a catch-up would.
+
+        Those are the dead run's slot and the slots skipped for it
+        (``supersedes``), and the slots nobody decided since the mark it found
+        (``previous_mark``, when catch-up is on).
+        """
+        after = grant.slot_ms
+        if grant.supersedes is not None:
+            after = grant.supersedes - 1
+        if grant.previous_mark is not None and job.options.catch_up_ms > 0:
+            after = min(after, grant.previous_mark)
+        covered, _ = job.schedule.count_between(after, grant.slot_ms)
+        if covered <= 1 and grant.supersedes is None:
+            return grant
+        return dataclasses.replace(grant, missed=max(grant.missed, covered))
 
     async def _run_job(self, job: Job, active: _Active) -> tuple[RunStatus, str | None]:
         """Call the job function in this task and say how it ended.

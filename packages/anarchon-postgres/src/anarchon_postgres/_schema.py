@@ -45,82 +45,16 @@ def _now_ms() -> str:
     return "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 
-def _migration_1(s: str) -> str:
+def _claim_function(s: str) -> str:
+    """The claim function, as migration 1 creates it and migration 2 brings it up to date."""
     now = _now_ms()
     return f"""
-CREATE TABLE {s}.jobs (
-    name text PRIMARY KEY,
-    mark bigint,
-    won bigint,
-    fencing bigint NOT NULL DEFAULT 0,
-    run_count bigint NOT NULL DEFAULT 0
-);
-
-CREATE TABLE {s}.runs (
-    job text NOT NULL,
-    slot_ms bigint NOT NULL,
-    manual boolean NOT NULL,
-    status text NOT NULL,
-    instance text NOT NULL,
-    attempt integer NOT NULL,
-    fencing bigint,
-    catch_up boolean NOT NULL,
-    missed integer NOT NULL,
-    started_at timestamptz,
-    finished_at timestamptz,
-    duration_ms bigint,
-    error text,
-    token text NOT NULL,
-    lease_ms bigint NOT NULL,
-    expires_ms bigint NOT NULL,
-    handed_over boolean NOT NULL DEFAULT false,
-    PRIMARY KEY (job, slot_ms, manual)
-);
-
--- Running runs by lease expiry: the abandon step and take-over read the
--- expired end, the overlap check the live end, never the whole history.
-CREATE INDEX runs_running ON {s}.runs (job, expires_ms) WHERE status = 'running';
-
-CREATE FUNCTION {s}.now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS $fn$ SELECT {now} $fn$;
-
--- History: keep the newest `size` records of a job (and every running one),
--- then drop finished records older than the TTL. The contract keeps "at
--- least `size`", so claims call this once the count is size/16 past the size
--- (sizes under 16 exactly), and a 1,000-run history is cut every 62 claims.
-CREATE FUNCTION {s}.trim_history(p_job text, p_count bigint, p_size bigint, p_ttl bigint, p_now bigint)
-RETURNS void LANGUAGE plpgsql AS $fn$
-BEGIN
-    IF p_count > p_size THEN
-        WITH cut AS (
-            SELECT slot_ms, manual FROM {s}.runs WHERE job = p_job
-                ORDER BY slot_ms, manual OFFSET p_count - p_size LIMIT 1
-        ), gone AS (
-            DELETE FROM {s}.runs x USING cut
-                WHERE x.job = p_job AND x.status <> 'running'
-                  AND (x.slot_ms, x.manual) < (cut.slot_ms, cut.manual)
-                RETURNING 1
-        )
-        UPDATE {s}.jobs SET run_count = run_count - d.n
-            FROM (SELECT count(*) AS n FROM gone) AS d
-            WHERE name = p_job AND d.n > 0;
-    END IF;
-    IF p_ttl IS NOT NULL THEN
-        WITH gone AS (
-            DELETE FROM {s}.runs WHERE job = p_job AND status <> 'running' AND slot_ms < p_now - p_ttl
-                RETURNING 1
-        )
-        UPDATE {s}.jobs SET run_count = run_count - d.n
-            FROM (SELECT count(*) AS n FROM gone) AS d
-            WHERE name = p_job AND d.n > 0;
-    END IF;
-END
-$fn$;
-
 -- Decide many claims in one call; the lease rules of anarchon.backend, as
 -- MemoryStore.claim applies them, under a row lock on each job. A new slot
--- costs two statements: lock the job row and read the mark, then decide and
--- record (a lone claim with overlap "allow" decides in the first, and then
--- abandons expired older runs).
+-- costs two statements: lock the job row and read the mark (which a won
+-- claim reports back as o_previous_mark), then decide and record (a lone
+-- claim with overlap "allow" decides in the second, and then abandons
+-- expired older runs).
 CREATE FUNCTION {s}.claim(
     p_job text[], p_slot bigint[], p_manual boolean[], p_token text[], p_instance text[],
     p_started timestamptz[], p_catch_up boolean[], p_missed integer[], p_lease bigint[],
@@ -128,7 +62,7 @@ CREATE FUNCTION {s}.claim(
 ) RETURNS TABLE (
     o_n integer, o_outcome text, o_instance text, o_attempt integer, o_fencing bigint,
     o_catch_up boolean, o_missed integer, o_started_at timestamptz, o_finished_at timestamptz,
-    o_duration_ms bigint, o_lease_ms bigint, o_supersedes bigint
+    o_duration_ms bigint, o_lease_ms bigint, o_supersedes bigint, o_previous_mark bigint
 ) LANGUAGE plpgsql AS $fn$
 DECLARE
     v_n integer := coalesce(array_length(p_job, 1), 0);
@@ -142,10 +76,11 @@ DECLARE
     v_gone bigint;
 BEGIN
     -- A lone scheduled claim with no overlap test wins exactly when its slot
-    -- is above the mark, so one conditional update of its job row decides,
-    -- locks and records it. A new job, a slot at or below the mark (a retry
+    -- is above the mark, so once the mark is read under the row lock, one
+    -- conditional update of its job row decides and records it. A new job, a slot at or below the mark (a retry
     -- among them) and every other claim take the general path further down.
     IF v_n = 1 AND NOT p_manual[1] AND NOT p_skip[1] THEN
+        SELECT mark INTO v_mark FROM {s}.jobs WHERE name = p_job[1] FOR UPDATE;
         WITH j AS (
             UPDATE {s}.jobs
                 SET mark = p_slot[1], won = p_slot[1], fencing = fencing + 1, run_count = run_count + 1
@@ -179,7 +114,7 @@ BEGIN
             END IF;
             o_n := 1; o_outcome := 'won'; o_instance := p_instance[1]; o_attempt := 1; o_fencing := v_fencing;
             o_catch_up := p_catch_up[1]; o_missed := p_missed[1]; o_started_at := p_started[1];
-            o_finished_at := NULL; o_duration_ms := NULL; o_lease_ms := p_lease[1];
+            o_finished_at := NULL; o_duration_ms := NULL; o_lease_ms := p_lease[1]; o_previous_mark := v_mark;
             RETURN NEXT;
             RETURN;
         END IF;
@@ -209,6 +144,7 @@ BEGIN
         o_n := i;
         o_outcome := 'lost';
         o_supersedes := NULL;
+        o_previous_mark := NULL;
         IF v_n > 1 AND NOT p_manual[i] THEN
             SELECT mark INTO v_mark FROM {s}.jobs WHERE name = p_job[i];
         END IF;
@@ -292,6 +228,7 @@ BEGIN
             o_outcome := 'skipped'; o_finished_at := p_started[i]; o_duration_ms := 0;
         ELSE
             o_outcome := 'won'; o_finished_at := NULL; o_duration_ms := NULL; o_supersedes := v_gone;
+            o_previous_mark := CASE WHEN p_manual[i] THEN NULL ELSE v_mark END;
         END IF;
         IF v_count > p_size[i] + p_size[i] / 16 OR p_ttl[i] IS NOT NULL THEN
             PERFORM {s}.trim_history(p_job[i], v_count, p_size[i], p_ttl[i], v_now);
@@ -300,7 +237,81 @@ BEGIN
     END LOOP;
 END
 $fn$;
+"""
 
+
+def _migration_1(s: str) -> str:
+    now = _now_ms()
+    return f"""
+CREATE TABLE {s}.jobs (
+    name text PRIMARY KEY,
+    mark bigint,
+    won bigint,
+    fencing bigint NOT NULL DEFAULT 0,
+    run_count bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE {s}.runs (
+    job text NOT NULL,
+    slot_ms bigint NOT NULL,
+    manual boolean NOT NULL,
+    status text NOT NULL,
+    instance text NOT NULL,
+    attempt integer NOT NULL,
+    fencing bigint,
+    catch_up boolean NOT NULL,
+    missed integer NOT NULL,
+    started_at timestamptz,
+    finished_at timestamptz,
+    duration_ms bigint,
+    error text,
+    token text NOT NULL,
+    lease_ms bigint NOT NULL,
+    expires_ms bigint NOT NULL,
+    handed_over boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (job, slot_ms, manual)
+);
+
+-- Running runs by lease expiry: the abandon step and take-over read the
+-- expired end, the overlap check the live end, never the whole history.
+CREATE INDEX runs_running ON {s}.runs (job, expires_ms) WHERE status = 'running';
+
+CREATE FUNCTION {s}.now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS $fn$ SELECT {now} $fn$;
+
+-- History: keep the newest `size` records of a job (and every running one),
+-- then drop finished records older than the TTL. The contract keeps "at
+-- least `size`", so claims call this once the count is size/16 past the size
+-- (sizes under 16 exactly), and a 1,000-run history is cut every 62 claims.
+CREATE FUNCTION {s}.trim_history(p_job text, p_count bigint, p_size bigint, p_ttl bigint, p_now bigint)
+RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF p_count > p_size THEN
+        WITH cut AS (
+            SELECT slot_ms, manual FROM {s}.runs WHERE job = p_job
+                ORDER BY slot_ms, manual OFFSET p_count - p_size LIMIT 1
+        ), gone AS (
+            DELETE FROM {s}.runs x USING cut
+                WHERE x.job = p_job AND x.status <> 'running'
+                  AND (x.slot_ms, x.manual) < (cut.slot_ms, cut.manual)
+                RETURNING 1
+        )
+        UPDATE {s}.jobs SET run_count = run_count - d.n
+            FROM (SELECT count(*) AS n FROM gone) AS d
+            WHERE name = p_job AND d.n > 0;
+    END IF;
+    IF p_ttl IS NOT NULL THEN
+        WITH gone AS (
+            DELETE FROM {s}.runs WHERE job = p_job AND status <> 'running' AND slot_ms < p_now - p_ttl
+                RETURNING 1
+        )
+        UPDATE {s}.jobs SET run_count = run_count - d.n
+            FROM (SELECT count(*) AS n FROM gone) AS d
+            WHERE name = p_job AND d.n > 0;
+    END IF;
+END
+$fn$;
+
+{_claim_function(s)}
 -- Grant the expired runs of these jobs to p_instance, or mark them abandoned
 -- (MemoryStore.take_over). Jobs with nothing expired are never locked.
 CREATE FUNCTION {s}.take_over(
@@ -371,7 +382,18 @@ $fn$;
 #: Migration n (1-based) brings the schema from version n-1 to n. Append only,
 #: and keep each one compatible with the releases before it: an instance of an
 #: older release finds a newer schema and keeps working (rolling upgrades).
-_MIGRATIONS = (_migration_1,)
+def _migration_2(s: str) -> str:
+    """The claim function names the mark it found (``o_previous_mark``): a new result column, so drop and create."""
+    return f"""
+DROP FUNCTION {s}.claim(
+    text[], bigint[], boolean[], text[], text[], timestamptz[], boolean[], integer[], bigint[],
+    boolean[], bigint[], bigint[]
+);
+{_claim_function(s)}
+"""
+
+
+_MIGRATIONS = (_migration_1, _migration_2)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 

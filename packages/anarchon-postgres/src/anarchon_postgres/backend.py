@@ -281,7 +281,8 @@ class PostgresBackend(Backend):
             missed=row["o_missed"],
             started_at_ms=datetime_to_ms(started) if started else 0,
             lease_ms=row["o_lease_ms"],
-            supersedes=row.get("o_supersedes"),  # absent from a schema made before it existed
+            supersedes=row["o_supersedes"],
+            previous_mark=row["o_previous_mark"],
         )
         return ClaimResult(Outcome.WON, grant)
 

@@ -99,8 +99,8 @@ end
 #       ttl 0 = none) packed as nine little-endian doubles (exact up to 2^53), token, instance, job
 # The numbers travel as one binary string, which struct unpacks in a fraction of what splitting text
 # costs in Lua, and the record is built here: no JSON to encode on the client. A new grant is answered
-# with its fencing alone (the client knows the rest), and the slot of the dead run it superseded, if
-# any (a nil ends the reply early); a claim found already decided, with its record.
+# with its fencing alone (the client knows the rest), the slot of the dead run it superseded and the
+# mark it found (each false when there is none); a claim found already decided, with its record.
 _CLAIM = r"""
 local state, runs, order, live, hint = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local slot, manual, catch_up, missed, started, skip, lease, size, ttl = struct.unpack('<ddddddddd', ARGV[1])
@@ -172,7 +172,7 @@ end
 local raw = cjson.encode(rec)
 redis.call('HSET', runs, rid, raw)
 trim(runs, order, live, size, ttl, now)
-if outcome == 'won' then return {outcome, rec.fencing, supersedes} end
+if outcome == 'won' then return {outcome, rec.fencing, supersedes or false, (not manual and mark) or false} end
 return {outcome, raw}
 """
 

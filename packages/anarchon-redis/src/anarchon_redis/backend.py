@@ -77,6 +77,11 @@ _LOST = ClaimResult(Outcome.LOST)
 _NUMBERS = struct.Struct("<9d")
 
 
+def _slot_or_none(reply: list[Any], index: int) -> int | None:
+    """A slot the claim script answered, or ``None`` for its false (a nil) or a reply too short to hold it."""
+    return int(reply[index]) if len(reply) > index and reply[index] is not None else None
+
+
 def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
     """A new grant comes back as its fencing alone, built here from the claim as the script recorded it."""
     outcome = text(reply[0])
@@ -97,7 +102,8 @@ def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
             missed=int(c.missed),
             started_at_ms=int(c.now_ms),
             lease_ms=c.job.options.lease_ms,
-            supersedes=int(reply[2]) if len(reply) > 2 else None,
+            supersedes=_slot_or_none(reply, 2),
+            previous_mark=_slot_or_none(reply, 3),
         )
         return ClaimResult(Outcome.WON, grant)
     return ClaimResult(Outcome(outcome), grant_of(reply[1]))

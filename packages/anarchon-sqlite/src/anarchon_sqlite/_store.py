@@ -140,7 +140,7 @@ def _run(row: Row) -> Run:
     )
 
 
-def _grant(row: Row, supersedes: int | None = None) -> Grant:
+def _grant(row: Row, supersedes: int | None = None, previous: int | None = None) -> Grant:
     started_us = row[9]
     return Grant(
         job=row[0],
@@ -155,6 +155,7 @@ def _grant(row: Row, supersedes: int | None = None) -> Grant:
         started_at_ms=round(started_us / 1000) if started_us is not None else 0,
         lease_ms=row[14],
         supersedes=supersedes,
+        previous_mark=previous,
     )
 
 
@@ -223,7 +224,7 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     if not known:
         conn.execute("INSERT INTO anarchon_jobs (job) VALUES (?)", (name,))
         fencing, kept = 0, 0
-    supersedes = None
+    supersedes = previous = None
     late = not c.manual and mark is not None and c.slot_ms <= mark
     # A late claim was delayed past a newer slot's: too late to run. Overlapped by an older run
     # all along, it is recorded skipped below (the mark stays); otherwise it leaves no record.
@@ -243,7 +244,7 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
                 "AND manual = 0 AND slot_ms < ? AND expires_ms <= ?",
                 (name, c.slot_ms, now),
             )
-        mark = c.slot_ms
+        previous, mark = mark, c.slot_ms
 
     started_us = c.now_ms * 1000
     if opts.overlap == "skip" and held:
@@ -260,7 +261,7 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
             name, c.slot_ms, manual, RunStatus.RUNNING.value, c.instance, 1, fencing, int(c.catch_up), c.missed,
             started_us, None, None, None, c.token, opts.lease_ms, now + opts.lease_ms, 0,
         )  # fmt: skip
-        result = ClaimResult(Outcome.WON, _grant(row, supersedes))
+        result = ClaimResult(Outcome.WON, _grant(row, supersedes, previous))
     conn.execute(_INSERT_RUN, row)
     kept = _trim(conn, c.job, kept + 1, now)
     conn.execute(

@@ -202,6 +202,43 @@ class LeaseTests(SuiteBase):
         assert grant.supersedes is None, "s2 ran, so the abandoned s1 is no gap for s3 to cover"
 
     @pytest.mark.asyncio
+    @pytest.mark.parametrize("overlap", ["skip", "allow"])
+    @requires("lease")
+    async def test_a_won_claim_names_the_mark_it_found(self, conformance: Conformance, overlap: str) -> None:
+        # The slots between that mark and the claim were decided by nobody (their claims lost on cut
+        # links): named in the grant, the new run covers them (the scheduler counts them in `missed`).
+        job = conformance.job(f"prevmark-{overlap}", overlap=overlap)
+        a, b = await conformance.instances(2)
+        s1, s2, _, _, s5 = conformance.slots(5)
+        first = await _won(a, job, s1)
+        assert first.previous_mark is None, "the job never ran, so the first grant found no mark"
+        assert await a.finish(first)
+        second = await _won(b, job, s2)
+        assert second.previous_mark == s1, f"the grant of {s2} must name the mark {s1}, not {second.previous_mark}"
+        assert await b.finish(second)
+        manual = await _won(a, job, s2, manual=True)
+        assert manual.previous_mark is None, "a manual run neither reads nor moves the mark"
+        assert await a.finish(manual)
+        fifth = await _won(a, job, s5)
+        assert fifth.previous_mark == s2, f"slots after {s2} were never claimed; the grant named {fifth.previous_mark}"
+
+    @pytest.mark.asyncio
+    @requires("lease")
+    async def test_claims_decided_together_each_name_the_mark_they_found(self, conformance: Conformance) -> None:
+        jobs = [conformance.job(f"prevmark-batch{i}", overlap="allow" if i == 1 else "skip") for i in range(3)]
+        a, b = await conformance.instances(2)
+        s1, s2, s3 = conformance.slots(3)
+        for job in jobs:
+            assert await a.finish(await _won(a, job, s1))
+        # One call: job 0 and job 1 at s2, then job 1 again at s3 (its mark is s2 by then), job 2 at s3.
+        claims = [b.make_claim(jobs[0], s2), b.make_claim(jobs[1], s2)]
+        claims += [b.make_claim(jobs[1], s3), b.make_claim(jobs[2], s3)]
+        results = await b.claim_all(claims)
+        assert [r.outcome for r in results] == [Outcome.WON] * 4, [r.outcome for r in results]
+        found = [r.grant.previous_mark for r in results if r.grant is not None]
+        assert found == [s1, s1, s2, s1], f"each grant must name the mark its own job had then, not {found}"
+
+    @pytest.mark.asyncio
     @requires("lease")
     async def test_take_over_abandons_a_dead_run_that_is_not_the_newest(self, conformance: Conformance) -> None:
         job = conformance.job("oldest", lease_ms=LEASE_MS, overlap="allow")
