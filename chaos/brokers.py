@@ -24,27 +24,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from anarchon_conformance import free_port
+
 __all__ = ["BROKERS", "Broker", "BrokerError", "free_port"]
 
 
 class BrokerError(RuntimeError):
     """A private broker did not start; the message says which log to read."""
-
-
-def free_port(avoid: set[int] | None = None) -> int:
-    """A port free now on 127.0.0.1, between 12000 and 32000 (below the ephemeral range)."""
-    avoid = avoid or set()
-    for _ in range(500):
-        port = random.randint(12_000, 32_000)
-        if port in avoid:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise BrokerError("no free port between 12000 and 32000 on 127.0.0.1")
 
 
 def _port_open(port: int) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import shutil
 import socket
 import subprocess
@@ -22,6 +21,7 @@ import nats
 from nats.js import JetStreamContext
 
 from anarchon.job import Job
+from anarchon_conformance import free_port
 from anarchon_nats import NatsBackend
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
@@ -48,29 +48,6 @@ async def stored_on(js: JetStreamContext, stream: str, subject: str) -> int:
 
 
 # -- private servers ---------------------------------------------------------------
-
-
-_handed_out: set[int] = set()
-
-
-def free_port() -> int:
-    """A port free now, never one handed out before in this session, below the ephemeral range.
-
-    Port 0 gave the same port twice in one cluster (its servers bind only
-    later), and an ephemeral port can meanwhile become some client's own.
-    """
-    for _ in range(1000):
-        port = random.randint(12_000, 32_000)
-        if port in _handed_out:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
-    raise RuntimeError("no free port between 12000 and 32000 on 127.0.0.1")
 
 
 def wait_port(port: int, timeout: float = 10.0) -> None:

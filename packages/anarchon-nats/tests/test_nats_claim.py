@@ -53,8 +53,7 @@ async def test_duplicate_ack_carries_the_stored_seq_and_duplicate_is_none_when_s
     assert first.duplicate is None
     assert again.duplicate is True
     assert again.seq == first.seq
-    info = await js.stream_info(names.stream, subjects_filter=subject)
-    assert info.state.messages == 1  # the repeat stored nothing
+    assert await stored_on(js, names.stream, subject) == 1  # the repeat stored nothing
 
 
 async def test_a_retried_claim_with_the_same_token_is_still_won(backends) -> None:

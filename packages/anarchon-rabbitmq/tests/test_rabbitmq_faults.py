@@ -210,3 +210,72 @@ async def test_a_broker_that_does_not_say_its_version_is_accepted(make_backend, 
     backend = await make_backend(url=proxy.url(port))
     (result,) = await backend.claim([claim(job("sync"), slot)])
     assert result.outcome is Outcome.WON
+
+
+def _connection_pids(name: str = "anarchon-rabbitmq claims") -> set[str]:
+    """The broker's pids of the connections whose client-provided name holds ``name``."""
+    table = subprocess.run(
+        ["rabbitmqctl", "list_connections", "pid", "client_properties", "-q"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {line.split("\t", 1)[0] for line in table.splitlines()[1:] if name in line}
+
+
+async def test_after_the_connection_comes_back_slots_due_before_are_not_claimed(
+    make_backend, rabbit_url, broker, prefix, job, claim, slot
+):
+    """A RabbitMQ 3.10 killed with SIGKILL came back without the gates declared in its last moments,
+    and a claim retried from before the outage then won a slot already run (the fault suite's
+    duplicate). So an instance whose connection came back does not claim a slot due before that."""
+    first = await make_backend()
+    sync = job("sync")
+    due = time.time_ns() // 1_000_000 // 1000 * 1000
+    (won,) = await first.claim([claim(sync, due, "first")])
+    assert won.outcome is Outcome.WON
+    before = _connection_pids()
+    second = await make_backend()
+    (lost,) = await second.claim([claim(sync, due, "second")])
+    assert lost.outcome is Outcome.LOST
+    (pid,) = _connection_pids() - before
+    # The broker "restarts": it forgets the gate, and the second instance's connection is cut.
+    gate = f"{prefix}sync.slot.{due}"
+    connection = await aio_pika.connect(rabbit_url)
+    try:
+        await (await connection.channel()).queue_delete(gate)
+    finally:
+        await connection.close()
+    subprocess.run(["rabbitmqctl", "close_connection", pid, "test: the broker restarted"], check=True)
+    await _wait_for(lambda: not second._claims._usable(), "the second instance to see its connection closed")
+
+    (again,) = await second.claim([claim(sync, due, "second")])
+    assert again.outcome is Outcome.UNKNOWN, "a slot due before the reconnect was claimed: it could run twice"
+    assert gate not in broker(prefix), "the forgotten gate was declared again"
+    (later,) = await second.claim([claim(sync, slot, "second")])
+    assert later.outcome is Outcome.WON, "a slot due after the reconnect is claimed as usual"
+
+
+async def test_a_callers_robust_connection_that_reconnects_counts_as_coming_back(rabbit_url, prefix, job, claim, slot):
+    name = f"{prefix} the caller's robust connection"
+    connection = await aio_pika.connect_robust(
+        f"{rabbit_url}?reconnect_interval=0.2", client_properties={"connection_name": name}
+    )
+    try:
+        backend = RabbitMQBackend(connection=connection, prefix=prefix)
+        await backend.start()
+        sync = job("sync")
+        due = time.time_ns() // 1_000_000 // 1000 * 1000
+        reconnected = asyncio.Event()
+        connection.reconnect_callbacks.add(lambda *_: reconnected.set())
+        (pid,) = _connection_pids(name)
+        subprocess.run(["rabbitmqctl", "close_connection", pid, "test: the broker restarted"], check=True)
+        await asyncio.wait_for(reconnected.wait(), 20)
+        (again,) = await backend.claim([claim(sync, due)])
+        assert again.outcome is Outcome.UNKNOWN, "a slot due before the caller's connection came back was claimed"
+        (later,) = await backend.claim([claim(sync, slot)])
+        assert later.outcome is Outcome.WON
+        await backend.close()
+        assert not connection.is_closed, "the caller's connection must stay open"
+    finally:
+        await connection.close()

@@ -29,6 +29,7 @@ from redis.asyncio.cluster import RedisCluster
 from anarchon.backend import Claim
 from anarchon.job import Job
 from anarchon.options import resolve_options
+from anarchon_conformance import free_port
 from anarchon_redis import RedisBackend
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
@@ -38,12 +39,6 @@ def _unavailable(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"CI is set, so this must not be skipped: {reason}")
     pytest.skip(f"!!! SKIPPED: {reason}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def free_cluster_port() -> int:

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from anarchon.errors import BackendUnavailableError
+from anarchon_conformance import free_port as conformance_free_port
 from anarchon_redis import RedisBackend
 
 
@@ -111,11 +112,7 @@ async def test_scripts_are_reloaded_after_the_server_forgot_them(private_server,
 
 @pytest.fixture
 def free_port():
-    from socket import socket
-
-    with socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return conformance_free_port()
 
 
 @pytest.fixture

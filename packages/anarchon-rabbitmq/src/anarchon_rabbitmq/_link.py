@@ -5,13 +5,18 @@ The backend keeps two: one for claims, one for history records. RabbitMQ
 while it is still being created, so history lives apart and a stream can
 never take in-flight claims down with it. A connection the caller passed in
 is used for both and never reopened or closed here.
+
+A link also says when it last got a connection back after losing one
+(:attr:`Link.reopened_ms`), since the loss may have been the broker's restart.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aio_pika.abc
 
@@ -41,6 +46,9 @@ class Link:
         self._connection: aio_pika.abc.AbstractConnection | None = None
         self._pool: ChannelPool | None = None
         self._lock = asyncio.Lock()
+        #: Wall-clock ms when a connection replaced a lost one (None while the first one lives).
+        self.reopened_ms: int | None = None
+        self._opened = False
 
     def _usable(self) -> bool:
         if self._connection is None:
@@ -60,9 +68,19 @@ class Link:
                             "the aio-pika connection given to RabbitMQBackend is closed; it is yours to reopen "
                             "(aio_pika.connect_robust reconnects by itself)"
                         )
+                    if self._opened and self._given is None:
+                        self._reopened()
+                    elif not self._opened and self._given is not None:
+                        callbacks = getattr(connection, "reconnect_callbacks", None)  # a robust connection's
+                        if callbacks is not None:
+                            callbacks.add(self._reopened)
+                    self._opened = True
                     self._connection, self._pool = connection, ChannelPool(connection, self._pool_size)
         assert self._connection is not None and self._pool is not None
         return self._connection, self._pool
+
+    def _reopened(self, *_: Any) -> None:
+        self.reopened_ms = time.time_ns() // 1_000_000
 
     async def _drop(self) -> None:
         pool, connection = self._pool, self._connection

@@ -52,6 +52,9 @@ _REMEMBER_SLACK_MS = 60_000
 STREAM_SETTLE_S = 0.25
 #: Tries of one history write; a lost records connection is reopened between them.
 _RECORD_ATTEMPTS = 3
+#: After the claims connection came back, slots due before then, or this soon after, are not claimed: the
+#: broker may have restarted and forgotten their gates (instances' clocks are taken to agree within this).
+RESTART_MARGIN_MS = 1_000
 #: Streams, which hold each job's history, arrived in RabbitMQ 3.9.
 MIN_BROKER_VERSION = (3, 9)
 _VERSION = re.compile(r"\s*(\d+)\.(\d+)")
@@ -224,6 +227,8 @@ class RabbitMQBackend(Backend):
             # A retry of a claim this instance won: its first answer, unless the run already ended.
             return ClaimResult(Outcome.LOST) if known.finished else ClaimResult(Outcome.WON, known.grant)
         self._history_sizes[c.job.name] = c.job.options.history_size
+        if self._maybe_forgotten(c):
+            return ClaimResult(Outcome.UNKNOWN)
         queue = gate_queue(self.prefix, c.job.name, c.slot_ms, manual=c.manual)
         outcome = await claim_gate(pool, queue, self._gate_arguments, c, OPERATION_TIMEOUT_S)
         if outcome is not Outcome.WON:
@@ -252,6 +257,27 @@ class RabbitMQBackend(Backend):
                 self._scrub(exc),
             )
         return ClaimResult(Outcome.WON, grant)
+
+    def _maybe_forgotten(self, c: Claim) -> bool:
+        """Whether a scheduled slot was due before the claims connection came back.
+
+        A broker killed and restarted can come back without the gate queues
+        declared in its last moments (seen with RabbitMQ 3.10: a gate won just
+        before a kill -9 was missing after the restart, and a claim retried
+        from before the outage won it a second time). A lost connection may be
+        such a restart, so a slot that may have been decided before it is not
+        claimed: the run may be lost, never doubled, as with a lost confirm.
+        """
+        reopened = self._claims.reopened_ms
+        if c.manual or reopened is None or c.slot_ms >= reopened + RESTART_MARGIN_MS:
+            return False
+        log.warning(
+            "job %s, slot %s: due before the connection to RabbitMQ came back; not claimed, since a restarted "
+            "broker may have forgotten who won it",
+            c.job.name,
+            c.slot_ms,
+        )
+        return True
 
     def _forget_old(self) -> None:
         now = time.time_ns() // 1_000_000

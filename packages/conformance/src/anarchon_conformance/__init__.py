@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._jobs import EVERY_SECOND, finished_run, make_job, unique_name
     from ._lease import LEASE_MS, LeaseTests
     from ._options import OptionTests
+    from ._ports import free_port
     from ._requires import requires
     from ._scheduler import SchedulerTests
     from ._suite import BackendSuite
@@ -44,6 +45,7 @@ __all__ = [
     "SuiteBase",
     "eventually",
     "finished_run",
+    "free_port",
     "make_job",
     "requires",
     "unique_name",
@@ -66,6 +68,7 @@ _HOME = {
     "LEASE_MS": "_lease",
     "LeaseTests": "_lease",
     "OptionTests": "_options",
+    "free_port": "_ports",
     "requires": "_requires",
     "SchedulerTests": "_scheduler",
     "BackendSuite": "_suite",
