@@ -228,7 +228,7 @@ async def test_after_the_connection_comes_back_slots_due_before_are_not_claimed(
 ):
     """A RabbitMQ 3.10 killed with SIGKILL came back without the gates declared in its last moments,
     and a claim retried from before the outage then won a slot already run (the fault suite's
-    duplicate). So an instance whose connection came back does not claim a slot due before that."""
+    duplicate). So an instance whose connection came back does not claim a slot due before it was lost."""
     first = await make_backend()
     sync = job("sync")
     due = time.time_ns() // 1_000_000 // 1000 * 1000
@@ -272,7 +272,7 @@ async def test_a_callers_robust_connection_that_reconnects_counts_as_coming_back
         subprocess.run(["rabbitmqctl", "close_connection", pid, "test: the broker restarted"], check=True)
         await asyncio.wait_for(reconnected.wait(), 20)
         (again,) = await backend.claim([claim(sync, due)])
-        assert again.outcome is Outcome.UNKNOWN, "a slot due before the caller's connection came back was claimed"
+        assert again.outcome is Outcome.UNKNOWN, "a slot due before the caller's connection was lost was claimed"
         (later,) = await backend.claim([claim(sync, slot)])
         assert later.outcome is Outcome.WON
         await backend.close()

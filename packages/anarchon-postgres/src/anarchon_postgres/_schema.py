@@ -77,8 +77,9 @@ DECLARE
 BEGIN
     -- A lone scheduled claim with no overlap test wins exactly when its slot
     -- is above the mark, so once the mark is read under the row lock, one
-    -- conditional update of its job row decides and records it. A new job, a slot at or below the mark (a retry
-    -- among them) and every other claim take the general path further down.
+    -- conditional update of its job row decides and records it. A new job,
+    -- a slot at or below the mark (a retry among them) and every other claim
+    -- take the general path further down.
     IF v_n = 1 AND NOT p_manual[1] AND NOT p_skip[1] THEN
         SELECT mark INTO v_mark FROM {s}.jobs WHERE name = p_job[1] FOR UPDATE;
         WITH j AS (
@@ -379,9 +380,6 @@ $fn$;
 """
 
 
-#: Migration n (1-based) brings the schema from version n-1 to n. Append only,
-#: and keep each one compatible with the releases before it: an instance of an
-#: older release finds a newer schema and keeps working (rolling upgrades).
 def _migration_2(s: str) -> str:
     """The claim function names the mark it found (``o_previous_mark``): a new result column, so drop and create."""
     return f"""
@@ -393,6 +391,9 @@ DROP FUNCTION {s}.claim(
 """
 
 
+#: Migration n (1-based) brings the schema from version n-1 to n. Append only,
+#: and keep each one compatible with the releases before it: an instance of an
+#: older release finds a newer schema and keeps working (rolling upgrades).
 _MIGRATIONS = (_migration_1, _migration_2)
 SCHEMA_VERSION = len(_MIGRATIONS)
 

@@ -6,14 +6,15 @@ while it is still being created, so history lives apart and a stream can
 never take in-flight claims down with it. A connection the caller passed in
 is used for both and never reopened or closed here.
 
-A link also says when it last got a connection back after losing one
-(:attr:`Link.reopened_ms`), since the loss may have been the broker's restart.
+A link also says when it lost the connection it has since got back
+(:attr:`Link.lost_at_ms`), since the loss may have been the broker's restart.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +26,10 @@ from anarchon.errors import BackendUnavailableError
 from ._channels import ChannelPool
 
 __all__ = ["Link"]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _alive(connection: aio_pika.abc.AbstractConnection) -> bool:
@@ -46,8 +51,9 @@ class Link:
         self._connection: aio_pika.abc.AbstractConnection | None = None
         self._pool: ChannelPool | None = None
         self._lock = asyncio.Lock()
-        #: Wall-clock ms when a connection replaced a lost one (None while the first one lives).
-        self.reopened_ms: int | None = None
+        #: Wall-clock ms when the link lost a connection it has since got back (None until then).
+        self.lost_at_ms: int | None = None
+        self._closed_ms: int | None = None
         self._opened = False
 
     def _usable(self) -> bool:
@@ -68,19 +74,27 @@ class Link:
                             "the aio-pika connection given to RabbitMQBackend is closed; it is yours to reopen "
                             "(aio_pika.connect_robust reconnects by itself)"
                         )
+                    if self._given is None or not self._opened:
+                        connection.close_callbacks.add(functools.partial(self._closed, connection))
+                        reconnects = getattr(connection, "reconnect_callbacks", None)  # a robust connection's
+                        if reconnects is not None:
+                            reconnects.add(self._back)
                     if self._opened and self._given is None:
-                        self._reopened()
-                    elif not self._opened and self._given is not None:
-                        callbacks = getattr(connection, "reconnect_callbacks", None)  # a robust connection's
-                        if callbacks is not None:
-                            callbacks.add(self._reopened)
+                        self._back()
                     self._opened = True
                     self._connection, self._pool = connection, ChannelPool(connection, self._pool_size)
         assert self._connection is not None and self._pool is not None
         return self._connection, self._pool
 
-    def _reopened(self, *_: Any) -> None:
-        self.reopened_ms = time.time_ns() // 1_000_000
+    def _closed(self, connection: aio_pika.abc.AbstractConnection, *_: Any) -> None:
+        """A close callback: the first close of the link's current connection is when it was lost."""
+        if connection is self._connection and self._closed_ms is None:
+            self._closed_ms = _now_ms()
+
+    def _back(self, *_: Any) -> None:
+        """A connection replaced a lost one (or a robust one reconnected)."""
+        self.lost_at_ms = self._closed_ms if self._closed_ms is not None else _now_ms()
+        self._closed_ms = None
 
     async def _drop(self) -> None:
         pool, connection = self._pool, self._connection

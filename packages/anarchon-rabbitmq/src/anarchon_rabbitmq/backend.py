@@ -52,8 +52,9 @@ _REMEMBER_SLACK_MS = 60_000
 STREAM_SETTLE_S = 0.25
 #: Tries of one history write; a lost records connection is reopened between them.
 _RECORD_ATTEMPTS = 3
-#: After the claims connection came back, slots due before then, or this soon after, are not claimed: the
-#: broker may have restarted and forgotten their gates (instances' clocks are taken to agree within this).
+#: Once the claims connection is back, slots due before it was lost, or this soon after, are not claimed:
+#: the loss may have been the broker's restart, which can forget their gates (clocks are taken to agree
+#: within this).
 RESTART_MARGIN_MS = 1_000
 #: Streams, which hold each job's history, arrived in RabbitMQ 3.9.
 MIN_BROKER_VERSION = (3, 9)
@@ -259,7 +260,7 @@ class RabbitMQBackend(Backend):
         return ClaimResult(Outcome.WON, grant)
 
     def _maybe_forgotten(self, c: Claim) -> bool:
-        """Whether a scheduled slot was due before the claims connection came back.
+        """Whether a scheduled slot was due before the claims connection was lost, which it has since got back.
 
         A broker killed and restarted can come back without the gate queues
         declared in its last moments (seen with RabbitMQ 3.10: a gate won just
@@ -267,12 +268,14 @@ class RabbitMQBackend(Backend):
         from before the outage won it a second time). A lost connection may be
         such a restart, so a slot that may have been decided before it is not
         claimed: the run may be lost, never doubled, as with a lost confirm.
+        Slots due later (during the outage) were decided by nobody before it,
+        and are claimed as usual.
         """
-        reopened = self._claims.reopened_ms
-        if c.manual or reopened is None or c.slot_ms >= reopened + RESTART_MARGIN_MS:
+        lost = self._claims.lost_at_ms
+        if c.manual or lost is None or c.slot_ms >= lost + RESTART_MARGIN_MS:
             return False
         log.warning(
-            "job %s, slot %s: due before the connection to RabbitMQ came back; not claimed, since a restarted "
+            "job %s, slot %s: due before the connection to RabbitMQ was lost; not claimed, since a restarted "
             "broker may have forgotten who won it",
             c.job.name,
             c.slot_ms,
