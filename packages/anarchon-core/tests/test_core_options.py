@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pytest
 
 from anarchon import (
+    Backend,
     Capabilities,
+    Claim,
+    ClaimResult,
+    Grant,
     InvalidJobError,
     MemoryBackend,
+    Run,
     Scheduler,
     UnsupportedOptionError,
 )
@@ -19,11 +25,29 @@ def noop() -> None:
     pass
 
 
-class ClaimOnlyBackend(MemoryBackend):
+class ClaimOnlyBackend(Backend):
     """The memory store behind a claim-tier declaration: how the core treats RabbitMQ and NATS."""
 
     name: ClassVar[str] = "claim-only"
     capabilities: ClassVar[Capabilities] = Capabilities(lease=False, history_ttl=False, multi_process=False)
+
+    def __init__(self) -> None:
+        self._memory = MemoryBackend()
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        return await self._memory.claim(claims)
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        return await self._memory.finish(grant, run)
+
+    async def history(self, job: str, limit: int = 100) -> list[Run]:
+        return await self._memory.history(job, limit)
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ def test_password_in_an_unknown_url_is_not_repeated() -> None:
 
 
 def test_missing_backend_distribution_raises_import_error_with_the_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(anarchon.plugins.FIRST_PARTY, "GhostBackend", ("anarchon_ghost", "anarchon-ghost"))
+    monkeypatch.setitem(anarchon.distributions.FIRST_PARTY, "GhostBackend", ("anarchon_ghost", "anarchon-ghost"))
     with pytest.raises(ImportError, match="pip install anarchon-ghost") as info:
         anarchon.GhostBackend  # noqa: B018
     assert isinstance(info.value, BackendNotInstalledError)
@@ -87,7 +87,7 @@ def test_a_plugin_can_add_a_backend_and_duplicate_names_are_refused() -> None:
     assert isinstance(Scheduler(backend="other://x", plugins=[Plugin()]).backend, Other)
 
     class Clash(MemoryBackend):
-        capabilities: ClassVar[Capabilities] = Capabilities(lease=False)
+        capabilities: ClassVar[Capabilities] = Capabilities(lease=True, history_ttl=False)
 
     class ClashPlugin:
         @hookimpl

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import secrets
 import sys
 import threading
 import time
@@ -16,7 +17,9 @@ from typing import Any
 import pytest
 
 from anarchon import (
+    Claim,
     Grant,
+    Job,
     JobNotFoundError,
     MemoryBackend,
     MemoryStore,
@@ -30,6 +33,11 @@ from anarchon import (
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def claim_of(job: Job, slot_ms: int) -> Claim:
+    """A scheduled claim of one slot, as an instance named "seed" makes it."""
+    return Claim(job=job, slot_ms=slot_ms, instance="seed", token=secrets.token_hex(16), now_ms=now_ms())
 
 
 class FaultyBackend(MemoryBackend):
@@ -286,7 +294,7 @@ async def test_catch_up_runs_the_newest_missed_slot_once_with_the_count() -> Non
     seed = Scheduler(MemoryBackend(store))
     job = seed.add("job", "* * * * * *", lambda ctx: None)
     old_slot = (now_ms() // 1000 - 10) * 1000
-    (won,) = await seed.backend.claim([seed._claim(job, old_slot)])  # a run 10 s ago, then nobody was up
+    (won,) = await seed.backend.claim([claim_of(job, old_slot)])  # a run 10 s ago, then nobody was up
     assert won.grant is not None
     await seed.backend.finish(won.grant, Run("job", old_slot, RunStatus.SUCCEEDED, "gone"))
 
@@ -309,7 +317,7 @@ async def test_catch_up_ignores_slots_older_than_the_window() -> None:
     store = MemoryStore()
     seed = Scheduler(MemoryBackend(store))
     job = seed.add("job", "* * * * * *", lambda: None)
-    (won,) = await seed.backend.claim([seed._claim(job, (now_ms() // 1000 - 30) * 1000)])
+    (won,) = await seed.backend.claim([claim_of(job, (now_ms() // 1000 - 30) * 1000)])
     assert won.won
     s = Scheduler(MemoryBackend(store))
     s.add("job", "0 0 1 1 *", lambda: None, catch_up_ms=1000)  # newest missed slot: Jan 1st, long ago

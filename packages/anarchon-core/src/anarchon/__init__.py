@@ -4,17 +4,23 @@ Every instance of an application runs the same :class:`Scheduler`; for each
 scheduled time of a job exactly one instance runs it, refereed by a backend
 the team already operates. Backend classes of other distributions resolve
 lazily (``from anarchon import RedisBackend``), so importing anarchon never
-imports a client library it does not need.
+imports a client library it does not need; they are not in ``__all__``, so a
+star import never asks for a backend that is not installed. For type checkers,
+import them from their own package (``from anarchon_redis import RedisBackend``).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from .backend import Backend, LeaseBackend
+from .capabilities import Capabilities
+from .claims import Claim, ClaimResult, Grant, Outcome
 from .clock import Clock, SkewedClock, SystemClock
+from .context import JobFunc, RunContext
+from .distributions import FIRST_PARTY, install_hint
 from .errors import (
     AnarchonError,
     BackendNotInstalledError,
@@ -27,16 +33,8 @@ from .hookspecs import hookimpl
 from .job import Job
 from .memory import MemoryBackend, MemoryStore
 from .options import JobOptions
-from .plugins import FIRST_PARTY, install_hint
-from .run import Run, RunContext, RunStatus
-from .scheduler import Scheduler
-
-if TYPE_CHECKING:
-    from anarchon_nats import NatsBackend
-    from anarchon_postgres import PostgresBackend
-    from anarchon_rabbitmq import RabbitMQBackend
-    from anarchon_redis import RedisBackend
-    from anarchon_sqlite import SQLiteBackend
+from .run import Run, RunStatus
+from .scheduler import Scheduler, build_job
 
 try:
     __version__ = importlib.metadata.version("anarchon-core")
@@ -55,23 +53,21 @@ __all__ = [
     "Grant",
     "InvalidJobError",
     "Job",
+    "JobFunc",
     "JobNotFoundError",
     "JobOptions",
+    "LeaseBackend",
     "MemoryBackend",
     "MemoryStore",
-    "NatsBackend",
     "Outcome",
-    "PostgresBackend",
-    "RabbitMQBackend",
-    "RedisBackend",
     "Run",
     "RunContext",
     "RunStatus",
-    "SQLiteBackend",
     "Scheduler",
     "SkewedClock",
     "SystemClock",
     "UnsupportedOptionError",
+    "build_job",
     "hookimpl",
 ]
 

@@ -2,17 +2,20 @@
 
 A backend object belongs to one scheduler (one *instance*); several backend
 objects pointed at one store are several instances racing. Two tiers exist,
-declared in :class:`Capabilities`:
+and the tier is the backend's type (``capabilities.lease`` must agree with it,
+checked when the class is defined):
 
-claim
+claim — subclass :class:`Backend`
     :meth:`Backend.claim` decides who is first for a slot and remembers it
     for a window. Nothing else is promised: a dead winner's run is lost and
     its history record stays ``running``.
 
-lease
+lease — subclass :class:`LeaseBackend`
     The winner also holds a lease (``lease_ms``) that it renews, and the
-    backend implements :meth:`renew`, :meth:`take_over`, :meth:`hand_over` and
-    :meth:`marks`. The rules every lease backend follows, per job:
+    backend implements the abstract :meth:`~LeaseBackend.renew`,
+    :meth:`~LeaseBackend.take_over`, :meth:`~LeaseBackend.hand_over` and
+    :meth:`~LeaseBackend.marks`, so a half-written lease backend cannot be
+    instantiated. The rules every lease backend follows, per job:
 
     * ``mark`` is the newest *scheduled* slot decided (won or skipped). A
       scheduled claim of a slot older than ``mark`` is ``LOST``; of a slot
@@ -57,17 +60,15 @@ recover its connection by itself on a later call.
 from __future__ import annotations
 
 import abc
-import enum
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
+from .capabilities import Capabilities
+from .claims import Claim, ClaimResult, Grant, Outcome
+from .job import Job
 from .options import JobOptions, resolve_options
-from .run import Run, RunStatus, ms_to_datetime
-
-if TYPE_CHECKING:
-    from .job import Job
+from .run import Run
 
 __all__ = [
     "Backend",
@@ -75,137 +76,9 @@ __all__ = [
     "Claim",
     "ClaimResult",
     "Grant",
+    "LeaseBackend",
     "Outcome",
 ]
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a backend can promise, declared once as data.
-
-    The scheduler resolves job options from these flags and the conformance
-    suite gates its tests on them; neither ever looks at a backend's name.
-    """
-
-    #: Lease tier: backup runners, overlap skip, catch-up, hand-over, fencing.
-    lease: bool
-    #: ``history_ttl_ms`` is honoured (claim backends trim by count only).
-    history_ttl: bool = False
-    #: Lease expiry is judged on a clock of the backend's own (Redis ``TIME``,
-    #: PostgreSQL ``now()``), so :meth:`Backend.now_ms` is worth comparing with.
-    server_clock: bool = False
-    #: A claim repeated with the same token gets its first answer back.
-    idempotent_claim: bool = True
-    #: Instances in several OS processes (or hosts) can share the store.
-    multi_process: bool = True
-
-    @property
-    def kind(self) -> str:
-        return "lease" if self.lease else "claim"
-
-    def describe(self) -> list[str]:
-        """The flags that are on, for ``anarchon backends`` and test headers."""
-        return [f.replace("_", "-") for f in self.__dataclass_fields__ if getattr(self, f) is True]
-
-
-class Outcome(str, enum.Enum):
-    """The answer to one claim."""
-
-    WON = "won"  # run it
-    LOST = "lost"  # another instance has it, or the slot is older than the mark
-    SKIPPED = "skipped"  # overlap: the previous run still holds the lease
-    UNKNOWN = "unknown"  # the answer was lost: treat as lost, never run twice
-
-    def __str__(self) -> str:
-        return self.value
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One instance asking to run one slot of one job.
-
-    ``token`` is unique per claim; a retry of the same claim reuses it so the
-    backend can recognise the client's own earlier claim. ``now_ms`` is the
-    instance's clock, recorded as the run's ``started_at``.
-    """
-
-    job: Job
-    slot_ms: int
-    instance: str
-    token: str
-    now_ms: int
-    manual: bool = False
-    catch_up: bool = False
-    missed: int = 0
-
-    def running(self, fencing: int | None = None) -> Run:
-        """The history record written when this claim is granted (or, with ``status`` replaced, skipped)."""
-        return Run(
-            job=self.job.name,
-            slot_ms=self.slot_ms,
-            status=RunStatus.RUNNING,
-            instance=self.instance,
-            fencing=fencing,
-            manual=self.manual,
-            catch_up=self.catch_up,
-            missed=self.missed,
-            started_at=ms_to_datetime(self.now_ms),
-        )
-
-
-@dataclass(frozen=True)
-class Grant:
-    """The right to run one slot, and the handle to renew or finish it.
-
-    On a claim backend it is only a receipt (``fencing`` is ``None``).
-    """
-
-    job: str
-    slot_ms: int
-    instance: str
-    token: str
-    attempt: int = 1
-    fencing: int | None = None
-    manual: bool = False
-    catch_up: bool = False
-    missed: int = 0
-    started_at_ms: int = 0
-    #: The job's ``lease_ms`` when granted; renewals extend by it.
-    lease_ms: int = 0
-    #: The slot of the dead run this claim abandoned, when it was the newest slot won.
-    supersedes: int | None = None
-    #: The job's ``mark`` this scheduled claim found and moved (``None``: the job never ran, or unknown).
-    previous_mark: int | None = None
-
-    def finished(self, status: RunStatus, *, started_ms: int, finished_ms: int, error: str | None = None) -> Run:
-        """The history record of this grant's run, as :meth:`Backend.finish` receives it."""
-        return Run(
-            job=self.job,
-            slot_ms=self.slot_ms,
-            status=status,
-            instance=self.instance,
-            attempt=self.attempt,
-            fencing=self.fencing,
-            manual=self.manual,
-            catch_up=self.catch_up,
-            started_at=ms_to_datetime(started_ms),
-            finished_at=ms_to_datetime(finished_ms),
-            duration_ms=max(0, finished_ms - started_ms),
-            error=error,
-            missed=self.missed,
-        )
-
-
-@dataclass(frozen=True)
-class ClaimResult:
-    outcome: Outcome
-    grant: Grant | None = None
-    #: The history record written for a SKIPPED answer, when the backend has it.
-    record: Run | None = None
-
-    @property
-    def won(self) -> bool:
-        return self.outcome is Outcome.WON
 
 
 class Backend(abc.ABC):
@@ -292,27 +165,33 @@ class Backend(abc.ABC):
         """The backend's clock; the local clock where it has none."""
         return time.time_ns() // 1_000_000
 
-    # -- lease tier ---------------------------------------------------------
 
+class LeaseBackend(Backend):
+    """A backend of the lease tier: every method below is the implementer's to write.
+
+    Declare ``capabilities = Capabilities(lease=True, ...)``; the class
+    statement fails when the flag and the type disagree.
+    """
+
+    @abc.abstractmethod
     async def renew(self, grants: Sequence[Grant]) -> list[bool]:
         """Extend each lease by its job's ``lease_ms``; ``False`` where stale."""
-        raise NotImplementedError(f"backend {self.name!r} holds no leases")
 
+    @abc.abstractmethod
     async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
         """Grant this instance the expired runs of these jobs.
 
         Returns one ``WON`` result per run taken over; marks the runs it may
         not take over ``abandoned``.
         """
-        raise NotImplementedError(f"backend {self.name!r} holds no leases")
 
+    @abc.abstractmethod
     async def hand_over(self, grant: Grant) -> bool:
         """Expire the lease now so a backup takes the run over at once."""
-        raise NotImplementedError(f"backend {self.name!r} holds no leases")
 
+    @abc.abstractmethod
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         """Each job's newest decided scheduled slot, ``None`` if it never ran.
 
         The scheduler computes catch-up from it.
         """
-        raise NotImplementedError(f"backend {self.name!r} holds no leases")

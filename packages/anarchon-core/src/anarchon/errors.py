@@ -43,7 +43,7 @@ class InvalidJobError(AnarchonError, ValueError):
 
 
 class UnsupportedOptionError(InvalidJobError):
-    """A lease-only option set on a backend that only claims (RabbitMQ, NATS)."""
+    """A lease-only option set on a backend of the claim tier."""
 
 
 class BackendNotInstalledError(AnarchonError, ImportError):

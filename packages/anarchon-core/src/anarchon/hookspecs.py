@@ -15,21 +15,36 @@ A plugin is any module or object with functions decorated by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 import pluggy
 
 if TYPE_CHECKING:
     from .backend import Backend
+    from .context import RunContext
     from .job import Job
-    from .run import Run, RunContext
-    from .scheduler import Scheduler
+    from .run import Run
 
-__all__ = ["PROJECT", "hookimpl", "hookspec"]
+__all__ = ["PROJECT", "Scheduler", "hookimpl", "hookspec"]
 
 PROJECT = "anarchon"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class Scheduler(Protocol):
+    """What an observer may use of the :class:`anarchon.Scheduler` it is passed.
+
+    A protocol rather than the class itself, so that the hook specifications
+    sit below the scheduler that calls them.
+    """
+
+    instance_id: str
+    backend: Backend
+
+    @property
+    def jobs(self) -> Mapping[str, Job]: ...
 
 
 # -- registration -------------------------------------------------------------

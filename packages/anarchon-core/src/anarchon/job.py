@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -12,16 +12,9 @@ from typing import Any
 from .cron import Schedule
 from .errors import InvalidJobError
 from .options import JobOptions
-from .run import RunContext, datetime_to_ms, ms_to_datetime
+from .run import datetime_to_ms, ms_to_datetime
 
-__all__ = ["Job", "JobFunc"]
-
-JobFunc = (
-    Callable[[], Any]
-    | Callable[[RunContext], Any]
-    | Callable[[], Awaitable[Any]]
-    | Callable[[RunContext], Awaitable[Any]]
-)
+__all__ = ["Job"]
 
 
 def _is_async(func: Callable[..., Any]) -> bool:
@@ -59,7 +52,9 @@ class Job:
 
     name: str
     cron: str
-    func: JobFunc
+    #: Called with no argument or with one :class:`~anarchon.context.RunContext`
+    #: (see :data:`~anarchon.context.JobFunc`).
+    func: Callable[..., Any]
     options: JobOptions = field(default_factory=JobOptions)
     schedule: Schedule = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)

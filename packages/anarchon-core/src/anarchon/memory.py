@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from .backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from .backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from .run import Run, RunStatus, ms_to_datetime
 
 if TYPE_CHECKING:
@@ -266,7 +266,7 @@ class MemoryStore:
                 book.order[:cut] = kept
 
 
-class MemoryBackend(Backend):
+class MemoryBackend(LeaseBackend):
     """A lease backend in this process's memory (``memory://``).
 
     For tests, examples and single-process use. Each object is one instance;

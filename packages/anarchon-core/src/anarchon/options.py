@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .capabilities import Capabilities
+from .distributions import LEASE_BACKENDS_HINT
 from .errors import InvalidJobError, UnsupportedOptionError
-
-if TYPE_CHECKING:
-    from .backend import Capabilities
 
 __all__ = ["JOB_NAME_PATTERN", "JobOptions", "check_job_name", "resolve_options"]
 
@@ -35,8 +34,6 @@ LEASE_ONLY: dict[str, object] = {
 
 #: Shorter leases cannot be renewed (every third of them) over a real network.
 MIN_LEASE_MS = 100
-
-LEASE_BACKENDS_HINT = "Redis, PostgreSQL or SQLite"
 
 
 @dataclass(frozen=True)

@@ -12,48 +12,23 @@ import functools
 import importlib.metadata
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pluggy
 
 from . import hookspecs
 from .backend import Backend
+from .distributions import DEFAULT_BACKEND, DEFAULT_BACKEND_DISTRIBUTION, SCHEME_DISTRIBUTIONS, install_hint
 from .errors import BackendNotInstalledError
 from .urls import redact_url, url_scheme
 
-__all__ = ["FIRST_PARTY", "PluginManager", "install_hint"]
+__all__ = ["PluginManager"]
 
 log = logging.getLogger("anarchon.plugins")
 
-#: Class name -> (import package, distribution) of the backends this project ships.
-FIRST_PARTY: dict[str, tuple[str, str]] = {
-    "SQLiteBackend": ("anarchon_sqlite", "anarchon-sqlite"),
-    "RedisBackend": ("anarchon_redis", "anarchon-redis"),
-    "PostgresBackend": ("anarchon_postgres", "anarchon-postgres"),
-    "RabbitMQBackend": ("anarchon_rabbitmq", "anarchon-rabbitmq"),
-    "NatsBackend": ("anarchon_nats", "anarchon-nats"),
-}
-
-#: URL scheme -> distribution that provides it, for the "not installed" message.
-SCHEME_DISTRIBUTIONS: dict[str, str] = {
-    "memory": "anarchon-core",
-    "sqlite": "anarchon-sqlite",
-    "redis": "anarchon-redis",
-    "rediss": "anarchon-redis",
-    "postgresql": "anarchon-postgres",
-    "postgres": "anarchon-postgres",
-    "amqp": "anarchon-rabbitmq",
-    "amqps": "anarchon-rabbitmq",
-    "nats": "anarchon-nats",
-    "tls": "anarchon-nats",
-}
-
 DISABLE_ENV = "ANARCHON_DISABLE_PLUGINS"
-
-
-def install_hint(distribution: str) -> str:
-    return f"pip install {distribution}"
+BACKEND_ENV = "ANARCHON_BACKEND"
 
 
 @functools.cache
@@ -131,6 +106,26 @@ class PluginManager:
     def schemes(self) -> dict[str, type[Backend]]:
         return {scheme: cls for cls in self.backends().values() for scheme in cls.url_schemes}
 
+    def resolve(self, backend: Backend | str | None) -> Backend:
+        """A backend object for what ``Scheduler(backend=...)`` was given.
+
+        ``None`` reads ``ANARCHON_BACKEND``, else the embedded default.
+        """
+        if isinstance(backend, Backend):
+            return backend
+        if backend is None:
+            backend = os.environ.get(BACKEND_ENV)
+            if not backend:
+                if url_scheme(DEFAULT_BACKEND) not in self.schemes():
+                    raise BackendNotInstalledError(
+                        "no backend given: pass Scheduler(backend=...) or set "
+                        f"{BACKEND_ENV}; for the embedded default, {install_hint(DEFAULT_BACKEND_DISTRIBUTION)}"
+                    )
+                backend = DEFAULT_BACKEND
+        if isinstance(backend, str):
+            return self.backend_from_url(backend)
+        raise TypeError(f"backend must be a Backend, a URL string or None, not {type(backend).__name__}")
+
     def backend_from_url(self, url: str) -> Backend:
         scheme = url_scheme(url)
         cls = self.schemes().get(scheme)
@@ -150,15 +145,17 @@ class PluginManager:
 
     # -- observers -----------------------------------------------------------
 
-    def notify(self, hook: str, **kwargs: Any) -> None:
+    def notify(self, hook: Callable[..., None], **kwargs: Any) -> None:
         """Call every implementation of an observer hook, each on its own.
 
-        An observer that raises is logged and skipped; the others still run and
-        scheduling never sees the exception.
+        ``hook`` is the specification function itself (from
+        :mod:`anarchon.hookspecs`); :class:`anarchon.observers.Observers` wraps
+        each in a typed method. An observer that raises is logged and skipped;
+        the others still run and scheduling never sees the exception.
         """
-        caller = getattr(self._pm.hook, hook)
+        caller = getattr(self._pm.hook, hook.__name__)
         for impl in caller.get_hookimpls():
             try:
                 impl.function(*[kwargs[arg] for arg in impl.argnames])
             except Exception:
-                log.exception("observer %s.%s failed; scheduling goes on", impl.plugin_name, hook)
+                log.exception("observer %s.%s failed; scheduling goes on", impl.plugin_name, hook.__name__)

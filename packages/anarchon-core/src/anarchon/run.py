@@ -1,4 +1,4 @@
-"""The history record of one run, and the context a job function receives."""
+"""The history record of one run."""
 
 from __future__ import annotations
 
@@ -6,12 +6,9 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .job import Job
-
-__all__ = ["Run", "RunContext", "RunStatus", "datetime_to_ms", "ms_to_datetime"]
+__all__ = ["Run", "RunStatus", "datetime_to_ms", "ms_to_datetime"]
 
 
 class RunStatus(str, enum.Enum):
@@ -114,27 +111,3 @@ class Run:
             error=data.get("error"),
             missed=int(data.get("missed", 0)),
         )
-
-
-@dataclass
-class RunContext:
-    """What a job function may take as its one argument.
-
-    ``lease_lost`` turns true when this instance no longer owns the run (its
-    lease was taken over or could not be renewed in time); a sync job should
-    check it between steps, an async job is also cancelled.
-    """
-
-    job: Job
-    slot_ms: int
-    instance: str
-    attempt: int = 1
-    fencing: int | None = None
-    manual: bool = False
-    catch_up: bool = False
-    missed: int = 0
-    lease_lost: bool = False
-
-    @property
-    def slot(self) -> datetime:
-        return ms_to_datetime(self.slot_ms)

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg  # type: ignore[import-untyped]
 
-from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.errors import BackendUnavailableError
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 from anarchon.urls import redact_url
@@ -80,7 +80,7 @@ def _claim_args(c: Claim) -> tuple[Any, ...]:
     )
 
 
-class PostgresBackend(Backend):
+class PostgresBackend(LeaseBackend):
     """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
 
     Each claim, take-over, renewal and finish is one statement calling a

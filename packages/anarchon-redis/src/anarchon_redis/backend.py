@@ -33,7 +33,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisError
 
-from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.errors import BackendUnavailableError
 from anarchon.job import Job
 from anarchon.run import Run
@@ -109,7 +109,7 @@ def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
     return ClaimResult(Outcome(outcome), grant_of(reply[1]))
 
 
-class RedisBackend(Backend):
+class RedisBackend(LeaseBackend):
     """Lease backend on Redis >= 6.2 or Redis Cluster (``redis://``, ``rediss://``).
 
     ``url`` is used only when no ``client`` is given; a passed-in client

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import aiosqlite
 
-from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant
+from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend
 from anarchon.run import Run
 
 from . import _store
@@ -43,7 +43,7 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     return result
 
 
-class SQLiteBackend(Backend):
+class SQLiteBackend(LeaseBackend):
     """A lease backend in one SQLite file (``sqlite:///path``), the embedded default.
 
     Each object is one instance with one connection; objects in any number

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant
+from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, LeaseBackend
 from anarchon.job import Job
 from anarchon.run import Run, RunStatus
 
@@ -102,14 +102,20 @@ class Instance:
     async def finish(self, grant: Grant, status: RunStatus = RunStatus.SUCCEEDED, *, error: str | None = None) -> bool:
         return await self.backend.finish(grant, finished_run(grant, status, error=error))
 
+    @property
+    def leases(self) -> LeaseBackend:
+        """The backend as the lease tier it must be for a lease test."""
+        assert isinstance(self.backend, LeaseBackend), f"{self.backend!r} is not a LeaseBackend"
+        return self.backend
+
     async def renew(self, grant: Grant) -> bool:
-        answers = list(await self.backend.renew([grant]))
+        answers = list(await self.leases.renew([grant]))
         assert len(answers) == 1, f"renew() got one grant and answered {answers!r}"
         return answers[0]
 
     async def take_over(self, job: Job) -> list[ClaimResult]:
         await self.prepare([job])
-        return list(await self.backend.take_over([job], self.id))
+        return list(await self.leases.take_over([job], self.id))
 
     async def die(self) -> None:
         """Stop as a crashed process would: no finish, no hand-over, connection gone."""

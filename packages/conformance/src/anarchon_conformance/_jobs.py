@@ -6,8 +6,10 @@ import secrets
 import time
 from typing import Any
 
+from anarchon import build_job
 from anarchon.backend import Backend, Grant
-from anarchon.job import Job, JobFunc
+from anarchon.context import JobFunc
+from anarchon.job import Job
 from anarchon.options import check_job_name
 from anarchon.run import Run, RunStatus
 
@@ -36,16 +38,9 @@ def unique_name(prefix: str = "cf") -> str:
 
 
 def make_job(backend: Backend, name: str, cron: str = EVERY_SECOND, func: JobFunc = _noop, **options: Any) -> Job:
-    """Build a job exactly as ``Scheduler.add()`` does, checks included.
-
-    The name check, then the backend's :meth:`~anarchon.backend.Backend.job_options`
-    (tier defaults and refusals), then the job itself, then the backend's own
-    :meth:`~anarchon.backend.Backend.check_job`. Raises what ``add()`` raises.
-    """
-    check_job_name(name)
-    job = Job(name, cron, func, options=backend.job_options(name, options))
-    backend.check_job(job)
-    return job
+    """Build a job exactly as ``Scheduler.add()`` does, checks included: through the same
+    :func:`anarchon.build_job`. Raises what ``add()`` raises."""
+    return build_job(backend, name, cron, func, **options)
 
 
 def finished_run(

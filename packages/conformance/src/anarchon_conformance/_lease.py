@@ -21,7 +21,7 @@ from anarchon.run import RunStatus
 from ._base import SuiteBase
 from ._harness import Conformance, Instance
 from ._jobs import now_ms
-from ._requires import requires
+from ._requires import gated
 
 __all__ = ["LEASE_MS", "LeaseTests"]
 
@@ -51,11 +51,10 @@ def _taken(results: list[ClaimResult]) -> list[Grant]:
     return grants
 
 
+@gated("lease")
 class LeaseTests(SuiteBase):
     """What a lease gives: backups, fencing, overlap protection, catch-up, hand-over."""
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_fencing_grows_with_every_grant(self, conformance: Conformance) -> None:
         job = conformance.job("fence", overlap="allow")
         a, b = await conformance.instances(2)
@@ -63,8 +62,6 @@ class LeaseTests(SuiteBase):
         assert all(isinstance(t, int) for t in tokens), f"fencing tokens {tokens!r} are not integers"
         assert tokens == sorted(set(tokens)), f"fencing tokens {tokens!r} do not grow"  # type: ignore[type-var]
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_renewal_keeps_the_lease(self, conformance: Conformance) -> None:
         lease = 500
         job = conformance.job("renew", lease_ms=lease)
@@ -93,8 +90,6 @@ class LeaseTests(SuiteBase):
         (b, second) = taken[0]
         return a, first, b, second
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_expired_lease_is_taken_over_with_a_higher_fencing_token(self, conformance: Conformance) -> None:
         job = conformance.job("takeover", lease_ms=LEASE_MS, max_attempts=3)
         _, first, b, second = await self._taken_over(conformance, job)
@@ -106,8 +101,6 @@ class LeaseTests(SuiteBase):
         run = await conformance.record(job, first.slot_ms)
         assert (run.status, run.instance, run.attempt, run.fencing) == (RunStatus.RUNNING, b.id, 2, second.fencing)
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_a_stale_owner_is_refused(self, conformance: Conformance) -> None:
         job = conformance.job("stale", lease_ms=LEASE_MS, max_attempts=3)
         a, first, b, second = await self._taken_over(conformance, job)
@@ -116,15 +109,13 @@ class LeaseTests(SuiteBase):
         assert not await a.finish(first, RunStatus.FAILED, error="RuntimeError: stale"), (
             "finish() by a stale owner returned True"
         )
-        assert not await a.backend.hand_over(first), "hand_over() by a stale owner returned True"
+        assert not await a.leases.hand_over(first), "hand_over() by a stale owner returned True"
         assert await conformance.record(job, first.slot_ms) == before, "a stale owner's call changed the record"
         assert await b.renew(second), "the new owner's renew() returned False"
         assert await b.finish(second)
         run = await conformance.record(job, first.slot_ms)
         assert (run.status, run.instance, run.attempt) == (RunStatus.SUCCEEDED, b.id, 2)
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_a_dead_runner_is_taken_over(self, conformance: Conformance) -> None:
         """A runner whose process died (connection closed, nothing released) is replaced after expiry."""
         job = conformance.job("dead", lease_ms=LEASE_MS)
@@ -139,8 +130,6 @@ class LeaseTests(SuiteBase):
         run = await conformance.record(job, slot)
         assert (run.status, run.instance, run.attempt) == (RunStatus.SUCCEEDED, b.id, 2)
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_max_attempts_then_abandoned(self, conformance: Conformance) -> None:
         job = conformance.job("attempts", lease_ms=LEASE_MS, max_attempts=2)
         a, b, c = await conformance.instances(3)
@@ -154,9 +143,7 @@ class LeaseTests(SuiteBase):
         run = await conformance.record(job, slot)
         assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_attempts the record is {run!r}"
 
-    @pytest.mark.asyncio
     @pytest.mark.parametrize("overlap", ["skip", "allow"])
-    @requires("lease")
     async def test_a_newer_slot_abandons_an_older_dead_run(self, conformance: Conformance, overlap: str) -> None:
         job = conformance.job(f"newer-{overlap}", lease_ms=LEASE_MS, overlap=overlap)
         a, b = await conformance.instances(2)
@@ -169,8 +156,6 @@ class LeaseTests(SuiteBase):
         assert await b.take_over(job) == [], "an older slot was taken over although a newer one runs"
         assert grant.supersedes == s1, "the grant must name the dead run it superseded (Grant.supersedes)"
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_a_grant_names_the_dead_run_it_supersedes_past_skipped_slots(self, conformance: Conformance) -> None:
         # The dead run made the next slot skip; the slot after it abandons the dead run. Named in
         # the grant, the new run covers both slots that ran nothing (the scheduler counts them).
@@ -187,8 +172,6 @@ class LeaseTests(SuiteBase):
         assert grant.supersedes == s1, f"the grant of {s3} must name the dead run of {s1}, not {grant.supersedes}"
         assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_a_dead_run_older_than_the_newest_won_is_not_named(self, conformance: Conformance) -> None:
         job = conformance.job("older-dead", lease_ms=LEASE_MS, overlap="allow")
         a, b = await conformance.instances(2)
@@ -201,9 +184,7 @@ class LeaseTests(SuiteBase):
         grant = await _won(b, job, s3)
         assert grant.supersedes is None, "s2 ran, so the abandoned s1 is no gap for s3 to cover"
 
-    @pytest.mark.asyncio
     @pytest.mark.parametrize("overlap", ["skip", "allow"])
-    @requires("lease")
     async def test_a_won_claim_names_the_mark_it_found(self, conformance: Conformance, overlap: str) -> None:
         # The slots between that mark and the claim were decided by nobody (their claims lost on cut
         # links): named in the grant, the new run covers them (the scheduler counts them in `missed`).
@@ -222,8 +203,6 @@ class LeaseTests(SuiteBase):
         fifth = await _won(a, job, s5)
         assert fifth.previous_mark == s2, f"slots after {s2} were never claimed; the grant named {fifth.previous_mark}"
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_claims_decided_together_each_name_the_mark_they_found(self, conformance: Conformance) -> None:
         jobs = [conformance.job(f"prevmark-batch{i}", overlap="allow" if i == 1 else "skip") for i in range(3)]
         a, b = await conformance.instances(2)
@@ -238,8 +217,6 @@ class LeaseTests(SuiteBase):
         found = [r.grant.previous_mark for r in results if r.grant is not None]
         assert found == [s1, s1, s2, s1], f"each grant must name the mark its own job had then, not {found}"
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_take_over_abandons_a_dead_run_that_is_not_the_newest(self, conformance: Conformance) -> None:
         job = conformance.job("oldest", lease_ms=LEASE_MS, overlap="allow")
         a, b = await conformance.instances(2)
@@ -252,8 +229,6 @@ class LeaseTests(SuiteBase):
         assert (grant.slot_ms, grant.attempt) == (s2, 2), "take-over must go to the newest slot"
         assert (await conformance.record(job, s1)).status is RunStatus.ABANDONED
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_slots_skipped_for_a_dead_run_do_not_abandon_it(self, conformance: Conformance) -> None:
         # A slot skipped for overlap did not run the job, so the dead run it skipped for is still
         # the newest run: it must be taken over, or neither slot runs while instances are alive.
@@ -269,8 +244,6 @@ class LeaseTests(SuiteBase):
         assert (grant.slot_ms, grant.attempt) == (s1, 2), "the dead run must be taken over, not abandoned"
         assert (await conformance.record(job, s2)).status is RunStatus.SKIPPED
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_overlap_skip_records_the_slot_once(self, conformance: Conformance) -> None:
         job = conformance.job("overlap")
         assert job.options.overlap == "skip"
@@ -289,8 +262,6 @@ class LeaseTests(SuiteBase):
         assert (await racers[0].claim(job, s2)).outcome is not Outcome.WON, "a skipped slot was won afterwards"
         await _won(racers[0], job, s3)
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_a_manual_run_while_the_job_runs_is_skipped(self, conformance: Conformance) -> None:
         job = conformance.job("manual-skip")
         a, b = await conformance.instances(2)
@@ -304,16 +275,14 @@ class LeaseTests(SuiteBase):
         manual = await _won(b, job, manual_slot + 1, manual=True)
         assert manual.manual
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_catch_up_has_one_winner(self, conformance: Conformance) -> None:
         """Instances return after missing 5 slots; one of them runs the newest, once, as a catch-up."""
         job = conformance.job("catchup")
         a, *returning = await conformance.instances(9)
         slots = conformance.slots(6)
-        assert await a.backend.marks([job]) == {job.name: None}, "a job that never ran must have no mark"
+        assert await a.leases.marks([job]) == {job.name: None}, "a job that never ran must have no mark"
         assert await a.finish(await _won(a, job, slots[0]))
-        assert await a.backend.marks([job]) == {job.name: slots[0]}
+        assert await a.leases.marks([job]) == {job.name: slots[0]}
         await a.die()
         newest, missed = slots[-1], len(slots) - 1
         answers = await asyncio.gather(*(x.claim(job, newest, catch_up=True, missed=missed) for x in returning))
@@ -323,11 +292,9 @@ class LeaseTests(SuiteBase):
         run = await conformance.record(job, newest)
         assert (run.catch_up, run.missed, run.status) == (True, missed, RunStatus.RUNNING), run
         for x in returning[:2]:
-            assert await x.backend.marks([job]) == {job.name: newest}
+            assert await x.leases.marks([job]) == {job.name: newest}
         assert (await returning[0].claim(job, slots[2])).outcome is Outcome.LOST, "a missed slot ran after catch-up"
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_hand_over_lets_a_backup_take_over_at_once(self, conformance: Conformance) -> None:
         """Hand-over on stop: no waiting for the (here 30 s) lease, even with no attempts left."""
         job = conformance.job("handover", lease_ms=30_000, max_attempts=1)
@@ -335,7 +302,7 @@ class LeaseTests(SuiteBase):
         (slot,) = conformance.slots(1)
         first = await _won(a, job, slot)
         started = time.monotonic()
-        assert await a.backend.hand_over(first), "hand_over() by the owner returned False"
+        assert await a.leases.hand_over(first), "hand_over() by the owner returned False"
         (second,) = _taken(await b.take_over(job))
         assert time.monotonic() - started < 10, "the take-over waited for the lease to expire"
         assert (second.instance, second.attempt, second.slot_ms) == (b.id, 1, slot), "a hand-over is no new attempt"
@@ -343,15 +310,13 @@ class LeaseTests(SuiteBase):
         assert not await a.renew(first), "the instance that handed over could still renew"
         assert await b.finish(second)
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_a_hand_over_does_not_use_up_an_attempt(self, conformance: Conformance) -> None:
         """``max_attempts`` counts runners that died: a run handed over on stop goes on as the same attempt."""
         job = conformance.job("handed", lease_ms=LEASE_MS, max_attempts=2)
         a, b, c, d = await conformance.instances(4)
         (slot,) = conformance.slots(1)
         first = await _won(a, job, slot)
-        assert await a.backend.hand_over(first)
+        assert await a.leases.hand_over(first)
         (second,) = _taken(await b.take_over(job))
         assert second.attempt == 1
         await _expire(conformance)  # b dies: attempt 1 is used up
@@ -362,8 +327,6 @@ class LeaseTests(SuiteBase):
         run = await conformance.record(job, slot)
         assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_attempts the record is {run!r}"
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_an_older_slot_is_never_granted(self, conformance: Conformance) -> None:
         """The mark: a slot older than (or equal to) the newest granted one is LOST, even once trimmed."""
         job = conformance.job("mark", history_size=1)
@@ -376,8 +339,6 @@ class LeaseTests(SuiteBase):
             assert result.outcome is Outcome.LOST, f"slot {slot} (mark {slots[3]}) was answered {result.outcome}"
         await _won(late, job, slots[4])
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_a_claim_delayed_past_a_newer_slot_is_recorded_skipped_while_an_older_run_holds_the_lease(
         self, conformance: Conformance
     ) -> None:
@@ -396,15 +357,13 @@ class LeaseTests(SuiteBase):
         delayed = await late.claim(job, s1)
         assert delayed.outcome is Outcome.SKIPPED, f"the delayed claim of {s1} was answered {delayed.outcome}"
         assert (await conformance.record(job, s1)).status is RunStatus.SKIPPED
-        assert await a.backend.marks([job]) == {job.name: s2}, "the delayed claim moved the mark back"
+        assert await a.leases.marks([job]) == {job.name: s2}, "the delayed claim moved the mark back"
         assert (await b.claim(job, s1)).outcome is Outcome.LOST, "a second claim of the recorded slot"
         assert await a.finish(first)
         await _won(b, job, s4)  # no run holds a lease any more; then a newer one does
         assert (await late.claim(job, s3)).outcome is Outcome.LOST, "a slot older than the running run"
         assert [r.slot_ms for r in await conformance.history(job) if r.slot_ms == s3] == []
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_manual_runs_do_not_move_the_mark(self, conformance: Conformance) -> None:
         job = conformance.job("manual-mark")
         a, b = await conformance.instances(2)
@@ -412,15 +371,13 @@ class LeaseTests(SuiteBase):
         assert await a.finish(await _won(a, job, s1))
         manual = await _won(a, job, s2 + 60_000, manual=True)
         assert await a.finish(manual)
-        assert await a.backend.marks([job]) == {job.name: s1}, "a manual run moved the mark"
+        assert await a.leases.marks([job]) == {job.name: s1}, "a manual run moved the mark"
         assert await b.finish(await _won(b, job, s2))
-        assert await b.backend.marks([job]) == {job.name: s2}
+        assert await b.leases.marks([job]) == {job.name: s2}
         record = await conformance.record(job, s2 + 60_000, manual=True)
         assert record.manual
         assert record.status is RunStatus.SUCCEEDED
 
-    @pytest.mark.asyncio
-    @requires("lease")
     async def test_lease_expiry_ignores_the_instances_clock(self, conformance: Conformance) -> None:
         """A claim from an instance whose clock is an hour off neither shortens nor stretches the lease."""
         behind = conformance.job("clock-behind", lease_ms=LEASE_MS)

@@ -8,13 +8,15 @@ a report explains itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
+from typing import TypeVar
 
 import pytest
 
 from anarchon.backend import Capabilities
 
-__all__ = ["MARKER", "requires", "unmet_requirement"]
+__all__ = ["MARKER", "gated", "requires", "unmet_requirement"]
 
 MARKER = "anarchon_requires"
 
@@ -42,6 +44,28 @@ def requires(*needed: str, **flags: bool) -> pytest.MarkDecorator:
         raise TypeError('requires() needs at least one capability, e.g. requires("lease")')
     mark: pytest.MarkDecorator = getattr(pytest.mark, MARKER)(**wanted)
     return mark
+
+
+C = TypeVar("C", bound=type)
+
+
+def gated(*needed: str, **flags: bool) -> Callable[[C], C]:
+    """Class-level :func:`requires`: every ``test_*`` the class itself defines needs these
+    capabilities, and is an asyncio test.
+
+    A mark on the class would not do: the suite's tiers are mixins of one
+    class, and pytest merges a base class's marks into every test of its
+    subclasses, the other tiers' tests included.
+    """
+    mark = requires(*needed, **flags)
+
+    def gate(cls: C) -> C:
+        for name, test in list(vars(cls).items()):
+            if name.startswith("test_") and callable(test):
+                setattr(cls, name, pytest.mark.asyncio(mark(test)))
+        return cls
+
+    return gate
 
 
 def unmet_requirement(node: pytest.Item, capabilities: Capabilities, backend: str) -> str | None:

@@ -12,7 +12,8 @@ from collections import defaultdict
 
 import pytest
 
-from anarchon.run import RunContext, RunStatus
+from anarchon.context import RunContext
+from anarchon.run import RunStatus
 
 from ._base import SuiteBase
 from ._harness import Conformance, eventually

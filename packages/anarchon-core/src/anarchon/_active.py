@@ -1,0 +1,115 @@
+"""The runs this instance is executing, and what each one's parts need to know of it.
+
+The executor creates an :class:`ActiveRun` per grant, the lease keeper renews
+it and may declare its lease lost, and ``stop()`` waits for it to end. They
+share one :class:`ActiveRuns` table keyed by :class:`RunKey`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .backend import Grant
+from .context import RunContext
+from .job import Job
+
+__all__ = ["ActiveRun", "ActiveRuns", "Flag", "RunKey"]
+
+
+class RunKey(NamedTuple):
+    """Which run: a slot of a job, scheduled or manual (a manual run of a slot is another run)."""
+
+    job: str
+    slot_ms: int
+    manual: bool
+
+    @classmethod
+    def of(cls, grant: Grant) -> RunKey:
+        return cls(grant.job, grant.slot_ms, grant.manual)
+
+
+class Flag:
+    """A flag that can be awaited; its Event is made only when someone waits.
+
+    Each run has two, and an Event per run would be a cost paid every slot.
+    """
+
+    __slots__ = ("_event", "is_set")
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self._event: asyncio.Event | None = None
+
+    def set(self) -> None:
+        self.is_set = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        if not self.is_set:
+            if self._event is None:
+                self._event = asyncio.Event()
+            await self._event.wait()
+
+
+@dataclass(eq=False)
+class ActiveRun:
+    """A run this instance is executing."""
+
+    job: Job
+    grant: Grant
+    context: RunContext
+    #: Monotonic time (s) after which the lease must be presumed lost.
+    lease_deadline: float
+    #: Monotonic time (s) of the next renewal (lease backends).
+    renew_at: float = 0.0
+    #: The task the job function runs in; cancelled only while ``in_job``.
+    task: asyncio.Task[Any] | None = None
+    in_job: bool = False
+    #: Cancels requested of ``task`` for the job (stop, lease lost, timeout), undone once it returned.
+    cancels: int = 0
+    timed_out: bool = False
+    cancelled_by_stop: bool = False
+    #: Set when the job function returned (a later attempt of this run waits for it).
+    returned: Flag = dataclasses.field(default_factory=Flag)
+    #: Set when the run's bookkeeping is done too (stop() waits for it).
+    ended: Flag = dataclasses.field(default_factory=Flag)
+
+    @property
+    def key(self) -> RunKey:
+        return RunKey.of(self.grant)
+
+    def cancel_job(self) -> bool:
+        """Cancel the job function if it is still running; its bookkeeping is never interrupted."""
+        if not self.in_job or self.task is None or self.task.done():
+            return False
+        self.cancels += 1
+        self.task.cancel()
+        return True
+
+    def time_out(self) -> None:
+        if self.in_job and not self.cancels:
+            self.timed_out = True
+            self.cancel_job()
+
+    def job_returned(self) -> None:
+        self.in_job = False
+        self.returned.set()
+
+    async def wait_job_returned(self) -> None:
+        if self.in_job:
+            await self.returned.wait()
+
+
+class ActiveRuns(dict[RunKey, ActiveRun]):
+    """Runs in progress by key; an attempt removes only its own entry (a later attempt may hold the key)."""
+
+    def holds(self, active: ActiveRun) -> bool:
+        return self.get(active.key) is active
+
+    def discard(self, active: ActiveRun) -> None:
+        if self.holds(active):
+            del self[active.key]

@@ -1,0 +1,167 @@
+"""Claim batching: the slots due together are claimed in one backend call.
+
+:meth:`ClaimBatcher.submit` counts a batch as in flight at once (a take-over
+pass waits for quiet between batches), decides it — retrying with the same
+tokens only where that is the only way not to lose the slot — and dispatches
+each answer: a win is run, a skip or a loss is reported to observers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
+
+from ._collector import CollectionDeferred
+from ._health import BackendHealth
+from ._tasks import Tasks
+from .backend import Backend, Claim, ClaimResult, Grant, Outcome
+from .clock import Clock
+from .job import Job
+from .observers import Observers
+
+__all__ = ["ClaimBatcher"]
+
+#: Back-off between retries of a batch whose claim raised, doubling up to 2 s.
+RETRY_MIN_S, RETRY_MAX_S = 0.2, 2.0
+
+
+class ClaimBatcher:
+    def __init__(
+        self,
+        backend: Backend,
+        clock: Clock,
+        instance_id: str,
+        health: BackendHealth,
+        observers: Observers,
+        tasks: Tasks,
+        *,
+        run: Callable[[Job, Grant, float], Awaitable[object]],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._backend = backend
+        self._clock = clock
+        self._instance_id = instance_id
+        self._health = health
+        self._observers = observers
+        self._tasks = tasks
+        self._run = run
+        self._stopping = stopping
+        #: Claim batches not yet answered and started; ``_idle`` is set while there are none.
+        self._in_flight = 0
+        self._idle: asyncio.Event | None = None
+
+    def start(self) -> None:
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def claims(
+        self, due: list[tuple[Job, int]], *, manual: bool = False, catch_up: bool = False, missed: int = 0
+    ) -> list[Claim]:
+        """Claims of slots due together: one clock reading and one read of randomness for all of them."""
+        now = self._clock.now_ms()
+        tokens = os.urandom(16 * len(due)).hex()
+        instance = self._instance_id
+        return [
+            Claim(
+                job=job,
+                slot_ms=slot,
+                instance=instance,
+                token=tokens[32 * i : 32 * i + 32],
+                now_ms=now,
+                manual=manual,
+                catch_up=catch_up,
+                missed=missed,
+            )
+            for i, (job, slot) in enumerate(due)
+        ]
+
+    def claim(self, job: Job, slot_ms: int, *, manual: bool = False, catch_up: bool = False, missed: int = 0) -> Claim:
+        (claim,) = self.claims([(job, slot_ms)], manual=manual, catch_up=catch_up, missed=missed)
+        return claim
+
+    def submit(self, claims: list[Claim]) -> None:
+        """Count the batch as in flight from now (not from when its task starts), then claim and run it."""
+        self._in_flight += 1
+        if self._idle is not None:
+            self._idle.clear()
+        self._tasks.spawn(self._claim_and_run(claims))
+
+    def submit_due(self, due: list[tuple[Job, int]]) -> None:
+        """The timer's callback: claim the slots that came due together."""
+        self.submit(self.claims(due))
+
+    async def _claim_and_run(self, claims: list[Claim]) -> None:
+        try:
+            # Not held while the backend answers: that wait may be long (a slow or
+            # stalled store, batches overlapping), and collecting then costs nothing.
+            results, sent = await self.decide(claims)
+            with CollectionDeferred():
+                for claim, result in zip(claims, results, strict=True):
+                    self._dispatch(claim.job, claim.slot_ms, result, sent)
+                # The runs just spawned were queued first: they start (up to their
+                # first await) before this task resumes and lets the collector run.
+                await asyncio.sleep(0)
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._idle is not None:
+                self._idle.set()
+
+    async def between_batches(self, limit: float, quiet_ms: int, next_due_ms: Callable[[], int | None]) -> None:
+        """Wait until no claim batch is in flight or due within ``quiet_ms``.
+
+        A take-over pass reads every job's runs (a transaction of its own on a
+        store): arriving together with a batch, it delayed every run of the
+        batch. Waiting is capped at ``limit`` seconds, so dense schedules still get their polls.
+        """
+        assert self._idle is not None
+        deadline = time.monotonic() + limit
+        while not self._stopping() and (left := deadline - time.monotonic()) > 0:
+            if self._in_flight:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._idle.wait(), left)
+                continue
+            next_at = next_due_ms()
+            gap = next_at - self._clock.now_ms() if next_at is not None else quiet_ms
+            if gap >= quiet_ms:
+                return
+            await asyncio.sleep(min(left, max(gap, 0) / 1000 + 0.002))
+
+    async def decide(self, claims: list[Claim]) -> tuple[list[ClaimResult], float]:
+        """Claim, retrying with the same tokens where that is the only way not to lose the slot.
+
+        A claim backend that recognises a retried token gets retries until the
+        slot is too late. A lease backend does not need them: a grant whose
+        answer was lost expires and is taken over, and slots not claimed are
+        caught up once the backend answers again. Also returns when (monotonic)
+        the answering call was sent: a lease runs from then, not from the answer.
+        """
+        caps = self._backend.capabilities
+        retry = caps.idempotent_claim and not caps.lease
+        delay = RETRY_MIN_S
+        while True:
+            sent = time.monotonic()
+            try:
+                results = await self._backend.claim(claims)
+            except Exception as exc:
+                self._health.failed("claim", exc)
+                deadline = min(c.slot_ms + c.job.options.max_late_ms for c in claims)
+                if not retry or self._stopping() or self._clock.now_ms() + delay * 1000 >= deadline:
+                    return [ClaimResult(Outcome.UNKNOWN) for _ in claims], sent
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+                continue
+            self._health.ok()
+            return results, sent
+
+    def _dispatch(self, job: Job, slot_ms: int, result: ClaimResult, sent: float) -> None:
+        if result.outcome is Outcome.WON and result.grant is not None:
+            self._tasks.spawn(self._run(job, result.grant, sent))
+        elif result.outcome is Outcome.SKIPPED:
+            self._observers.slot_skipped(job, slot_ms, "overlap")
+        else:
+            reason = "unknown" if result.outcome is Outcome.UNKNOWN else "lost"
+            self._observers.claim_lost(job, slot_ms, reason)

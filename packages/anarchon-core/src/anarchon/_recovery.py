@@ -1,0 +1,156 @@
+"""The lease tier's second chances: take-over, catch-up, and the way back from an outage.
+
+* **take-over**: every poll (a third of the shortest lease, at most a
+  second), runs whose lease expired are granted to this instance again;
+* **catch-up**: at start, the newest slot missed while nobody could claim it
+  is claimed once, counting the slots it covers;
+* **recovery**: after a backend failure, claims pause; once the backend
+  answers, dead runs are taken over first, then missed slots are caught up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+from ._batcher import ClaimBatcher
+from ._health import BackendHealth
+from ._registry import JobRegistry
+from ._tasks import Tasks
+from ._timer import SlotTimer
+from .backend import Grant, LeaseBackend
+from .clock import Clock
+from .job import Job
+from .observers import Observers
+from .run import ms_to_datetime
+
+__all__ = ["Recovery"]
+
+log = logging.getLogger("anarchon.recovery")
+
+#: Longest pause between take-over polls on a lease backend.
+TAKE_OVER_POLL_MS = 1000
+#: A take-over poll this close (ms) to a batch of claims waits until the batch's runs started,
+#: at most a quarter of its period, so a take-over comes at worst that much later.
+TAKE_OVER_QUIET_MS = 50
+#: Back-off of the probes while the backend is away, doubling up to the maximum.
+BACKOFF_MIN_MS, BACKOFF_MAX_MS = 200, 30_000
+
+
+class Recovery:
+    def __init__(
+        self,
+        backend: LeaseBackend,
+        clock: Clock,
+        instance_id: str,
+        registry: JobRegistry,
+        health: BackendHealth,
+        observers: Observers,
+        tasks: Tasks,
+        batcher: ClaimBatcher,
+        timer: SlotTimer,
+        *,
+        run: Callable[[Job, Grant, float], Awaitable[object]],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._backend = backend
+        self._clock = clock
+        self._instance_id = instance_id
+        self._registry = registry
+        self._health = health
+        self._observers = observers
+        self._tasks = tasks
+        self._batcher = batcher
+        self._timer = timer
+        self._run = run
+        self._stopping = stopping
+
+    async def take_over_loop(self) -> None:
+        while not self._stopping():
+            jobs = self._registry.all()
+            leases = [j.options.lease_ms for j in jobs] or [TAKE_OVER_POLL_MS * 3]
+            period = min(TAKE_OVER_POLL_MS, min(leases) / 3) / 1000
+            await asyncio.sleep(period * random.uniform(0.75, 1.25))
+            await self._batcher.between_batches(period / 4, TAKE_OVER_QUIET_MS, self._timer.next_at_ms)
+            if jobs and not self._stopping():
+                await self.take_over(jobs)
+
+    async def take_over(self, jobs: list[Job]) -> bool:
+        """One take-over pass: run every expired run the backend grants this instance."""
+        sent = time.monotonic()
+        try:
+            results = await self._backend.take_over(jobs, self._instance_id)
+        except Exception as exc:
+            self._health.failed("take_over", exc)
+            return False
+        self._health.ok()
+        for result in results:
+            if result.grant is None or self._stopping():
+                continue
+            job = self._registry.find(result.grant.job)
+            if job is None:
+                continue
+            log.info(
+                "job %s, slot %s: taken over (attempt %d)",
+                job.name,
+                ms_to_datetime(result.grant.slot_ms),
+                result.grant.attempt,
+            )
+            self._tasks.spawn(self._run(job, result.grant, sent))
+        return True
+
+    async def catch_up(self) -> None:
+        """Run, once, the newest slot missed while no instance could claim it."""
+        jobs = [j for j in self._registry.all() if j.options.catch_up_ms > 0]
+        if not jobs:
+            return
+        try:
+            marks = await self._backend.marks(jobs)
+        except Exception as exc:
+            self._health.failed("marks", exc)
+            return
+        self._claim_missed(jobs, marks)
+
+    def _claim_missed(self, jobs: list[Job], marks: Mapping[str, int | None]) -> None:
+        now = self._clock.now_ms()
+        claims = []
+        for job in jobs:
+            mark = marks.get(job.name)
+            if mark is None:
+                continue
+            missed, newest = job.schedule.count_between(mark, now)
+            if newest is not None and now - newest <= job.options.catch_up_ms:
+                claims.append(self._batcher.claim(job, newest, catch_up=True, missed=missed))
+                self._timer.caught_up(job.name, newest)
+        if claims:
+            self._batcher.submit(claims)
+
+    async def recover(self) -> None:
+        """Probe the backend with back-off; once it answers, take over, catch up, claim again.
+
+        Claims pause meanwhile, so the first answer after an outage is the
+        catch-up's, not a new slot's that would move the mark past the missed
+        ones. Runs that died during the outage are taken over first: a
+        catch-up claim would otherwise abandon them as superseded, and the
+        slots skipped for them would have run nothing.
+        """
+        delay = BACKOFF_MIN_MS
+        while not self._stopping():
+            await asyncio.sleep(delay / 1000 * random.uniform(0.8, 1.2))
+            jobs = self._registry.all()
+            try:
+                marks = await self._backend.marks(jobs)
+            except Exception as exc:
+                self._observers.backend_error("marks", exc)
+                delay = min(delay * 2, BACKOFF_MAX_MS)
+                continue
+            log.info("backend %r answers again; catching up", self._backend)
+            if not await self.take_over(jobs):
+                delay = min(delay * 2, BACKOFF_MAX_MS)
+                continue
+            self._claim_missed([j for j in jobs if j.options.catch_up_ms > 0], marks)
+            self._health.recovered()
+            return

@@ -1,0 +1,186 @@
+"""Running one granted slot to its end: context, lease watch, the call, the record.
+
+The executor owns the table of runs in progress (:class:`ActiveRuns`). A run
+is handed to the lease keeper while it holds a lease, its record is written
+with retries while the lease holds (so a success is never run again), and on
+``stop()`` a run of a job with ``hand_over`` is released to a backup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+
+from ._active import ActiveRun, ActiveRuns, RunKey
+from ._health import BackendHealth, error_text
+from ._invoke import JobInvoker
+from ._keeper import LeaseKeeper, held_until, lose_lease
+from .backend import Backend, Grant, LeaseBackend
+from .clock import Clock
+from .context import RunContext
+from .job import Job
+from .observers import Observers
+from .run import Run, RunStatus, ms_to_datetime
+
+__all__ = ["RunExecutor", "covering"]
+
+log = logging.getLogger("anarchon.runs")
+
+#: Back-off after a failed write of a run's record, doubling up to 2 s.
+FINISH_BACKOFF_S = 0.2
+#: Tries to write a record on a claim backend, which has no lease to bound them.
+CLAIM_FINISH_TRIES = 5
+
+
+def covering(job: Job, grant: Grant) -> Grant:
+    """The grant with ``missed`` counting the slots it covers, as a catch-up would.
+
+    Those are the dead run's slot and the slots skipped for it
+    (``supersedes``), and the slots nobody decided since the mark it found
+    (``previous_mark``, when catch-up is on).
+    """
+    after = grant.slot_ms
+    if grant.supersedes is not None:
+        after = grant.supersedes - 1
+    if grant.previous_mark is not None and job.options.catch_up_ms > 0:
+        after = min(after, grant.previous_mark)
+    covered, _ = job.schedule.count_between(after, grant.slot_ms)
+    if covered <= 1 and grant.supersedes is None:
+        return grant
+    return dataclasses.replace(grant, missed=max(grant.missed, covered))
+
+
+class RunExecutor:
+    def __init__(
+        self,
+        backend: Backend,
+        clock: Clock,
+        instance_id: str,
+        health: BackendHealth,
+        observers: Observers,
+        keeper: LeaseKeeper | None,
+        active: ActiveRuns,
+    ) -> None:
+        self._backend = backend
+        #: The same backend when it holds leases (hand-over needs one).
+        self._leases = backend if isinstance(backend, LeaseBackend) else None
+        self._clock = clock
+        self._instance_id = instance_id
+        self._health = health
+        self._observers = observers
+        self._keeper = keeper
+        self.active = active
+        self.invoker = JobInvoker()
+
+    async def execute(self, job: Job, grant: Grant, sent: float) -> Run | None:
+        """Run one granted slot to its end; the finished record, or None if the lease was lost.
+
+        ``sent`` is when (monotonic) the claim or take-over that granted it was
+        sent: the backend started the lease no earlier, so an answer that took
+        longer than the lease may come after another instance took the run over.
+        Such a grant is not run here but handed over, so that if the backend
+        started the lease late (a store that was locked), a backup takes the
+        run over at once instead of the slot waiting out a lease nobody uses.
+        """
+        if self._leases is not None and time.monotonic() >= held_until(sent, grant.lease_ms):
+            log.warning(
+                "job %s, slot %s: the grant arrived after its lease could have run out; handing it over",
+                job.name,
+                ms_to_datetime(grant.slot_ms),
+            )
+            self._observers.claim_lost(job, grant.slot_ms, "stale")
+            try:
+                await self._leases.hand_over(grant)
+            except Exception as exc:
+                self._health.failed("hand_over", exc)
+            return None
+        if not grant.manual:
+            grant = covering(job, grant)
+        ctx = RunContext(
+            job=job,
+            slot_ms=grant.slot_ms,
+            instance=self._instance_id,
+            attempt=grant.attempt,
+            fencing=grant.fencing,
+            manual=grant.manual,
+            catch_up=grant.catch_up,
+            missed=grant.missed,
+        )
+        previous = self.active.get(RunKey.of(grant))
+        if previous is not None:
+            # The backend granted this run again, so this instance's earlier attempt lost it there.
+            lose_lease(previous, "the backend granted the run again (take-over)")
+            await previous.wait_job_returned()
+        active = ActiveRun(job, grant, ctx, lease_deadline=held_until(sent, grant.lease_ms))
+        self.active[active.key] = active
+        if self._keeper is not None:
+            self._keeper.watch(active, sent + grant.lease_ms / 3000)
+        started_ms = self._clock.now_ms()
+        self._observers.run_started(job, ctx)
+        try:
+            status, error = await self.invoker.invoke(job, active)
+            # Other runs due now start before this one's record is written.
+            await asyncio.sleep(0)
+            stopped = status is RunStatus.CANCELLED and active.cancelled_by_stop
+            if stopped and job.options.hand_over and self._leases is not None:
+                await self._hand_over(self._leases, active)
+                return None
+            if ctx.lease_lost and not active.cancelled_by_stop:
+                self._observers.claim_lost(job, grant.slot_ms, "stale")
+                return None
+            finished_ms = self._clock.now_ms()
+            run = grant.finished(status, started_ms=started_ms, finished_ms=finished_ms, error=error)
+            if not await self._finish(active, run):
+                return None
+            self._observers.run_finished(job, run)
+            return run
+        finally:
+            self.active.discard(active)  # a later attempt of this run may hold the key by now
+            active.ended.set()
+
+    async def _finish(self, active: ActiveRun, run: Run) -> bool:
+        """Record the run; keep trying while the lease holds, so a success is not run again."""
+        delay = FINISH_BACKOFF_S
+        lease = self._leases is not None
+        attempts = 0
+        while True:
+            try:
+                ok = await self._backend.finish(active.grant, run)
+            except Exception as exc:
+                self._health.failed("finish", exc)
+                attempts += 1
+                if (lease and active.context.lease_lost) or (not lease and attempts >= CLAIM_FINISH_TRIES):
+                    log.error("job %s, slot %s: could not record the run: %s", run.job, run.slot, error_text(exc))
+                    return False
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            self._health.ok()
+            if not ok:
+                active.context.lease_lost = True
+                self._observers.claim_lost(active.job, run.slot_ms, "stale")
+            return bool(ok)
+
+    async def _hand_over(self, backend: LeaseBackend, active: ActiveRun) -> None:
+        try:
+            await backend.hand_over(active.grant)
+            log.info("job %s, slot %s: handed over on stop", active.job.name, active.context.slot)
+        except Exception as exc:
+            self._health.failed("hand_over", exc)
+
+    async def stop(self, grace_ms: int) -> None:
+        """Give running jobs ``grace_ms`` to finish, then cancel them, and wait for their bookkeeping."""
+        waiters = [asyncio.ensure_future(a.ended.wait()) for a in self.active.values()]
+        if waiters:
+            _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)
+            for waiter in late:
+                waiter.cancel()
+        for active in list(self.active.values()):
+            if active.cancel_job():
+                active.cancelled_by_stop = True
+                active.context.lease_lost = True
+        for active in list(self.active.values()):
+            await active.ended.wait()
+        self.invoker.shutdown()

@@ -1,0 +1,36 @@
+"""What a backend can promise, declared once as data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Capabilities"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can promise, declared once as data.
+
+    The scheduler resolves job options from these flags and the conformance
+    suite gates its tests on them; neither ever looks at a backend's name.
+    """
+
+    #: Lease tier: backup runners, overlap skip, catch-up, hand-over, fencing.
+    lease: bool
+    #: ``history_ttl_ms`` is honoured (claim backends trim by count only).
+    history_ttl: bool = False
+    #: Lease expiry is judged on a clock of the backend's own (Redis ``TIME``,
+    #: PostgreSQL ``now()``), so :meth:`Backend.now_ms` is worth comparing with.
+    server_clock: bool = False
+    #: A claim repeated with the same token gets its first answer back.
+    idempotent_claim: bool = True
+    #: Instances in several OS processes (or hosts) can share the store.
+    multi_process: bool = True
+
+    @property
+    def kind(self) -> str:
+        return "lease" if self.lease else "claim"
+
+    def describe(self) -> list[str]:
+        """The flags that are on, for ``anarchon backends`` and test headers."""
+        return [f.replace("_", "-") for f in self.__dataclass_fields__ if getattr(self, f) is True]

@@ -1,0 +1,111 @@
+"""The records of deciding a slot: a claim, its answer, and the grant a winner holds."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .job import Job
+from .run import Run, RunStatus, ms_to_datetime
+
+__all__ = ["Claim", "ClaimResult", "Grant", "Outcome"]
+
+
+class Outcome(str, enum.Enum):
+    """The answer to one claim."""
+
+    WON = "won"  # run it
+    LOST = "lost"  # another instance has it, or the slot is older than the mark
+    SKIPPED = "skipped"  # overlap: the previous run still holds the lease
+    UNKNOWN = "unknown"  # the answer was lost: treat as lost, never run twice
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One instance asking to run one slot of one job.
+
+    ``token`` is unique per claim; a retry of the same claim reuses it so the
+    backend can recognise the client's own earlier claim. ``now_ms`` is the
+    instance's clock, recorded as the run's ``started_at``.
+    """
+
+    job: Job
+    slot_ms: int
+    instance: str
+    token: str
+    now_ms: int
+    manual: bool = False
+    catch_up: bool = False
+    missed: int = 0
+
+    def running(self, fencing: int | None = None) -> Run:
+        """The history record written when this claim is granted (or, with ``status`` replaced, skipped)."""
+        return Run(
+            job=self.job.name,
+            slot_ms=self.slot_ms,
+            status=RunStatus.RUNNING,
+            instance=self.instance,
+            fencing=fencing,
+            manual=self.manual,
+            catch_up=self.catch_up,
+            missed=self.missed,
+            started_at=ms_to_datetime(self.now_ms),
+        )
+
+
+@dataclass(frozen=True)
+class Grant:
+    """The right to run one slot, and the handle to renew or finish it.
+
+    On a claim backend it is only a receipt (``fencing`` is ``None``).
+    """
+
+    job: str
+    slot_ms: int
+    instance: str
+    token: str
+    attempt: int = 1
+    fencing: int | None = None
+    manual: bool = False
+    catch_up: bool = False
+    missed: int = 0
+    started_at_ms: int = 0
+    #: The job's ``lease_ms`` when granted; renewals extend by it.
+    lease_ms: int = 0
+    #: The slot of the dead run this claim abandoned, when it was the newest slot won.
+    supersedes: int | None = None
+    #: The job's ``mark`` this scheduled claim found and moved (``None``: the job never ran, or unknown).
+    previous_mark: int | None = None
+
+    def finished(self, status: RunStatus, *, started_ms: int, finished_ms: int, error: str | None = None) -> Run:
+        """The history record of this grant's run, as :meth:`Backend.finish` receives it."""
+        return Run(
+            job=self.job,
+            slot_ms=self.slot_ms,
+            status=status,
+            instance=self.instance,
+            attempt=self.attempt,
+            fencing=self.fencing,
+            manual=self.manual,
+            catch_up=self.catch_up,
+            started_at=ms_to_datetime(started_ms),
+            finished_at=ms_to_datetime(finished_ms),
+            duration_ms=max(0, finished_ms - started_ms),
+            error=error,
+            missed=self.missed,
+        )
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    outcome: Outcome
+    grant: Grant | None = None
+    #: The history record written for a SKIPPED answer, when the backend has it.
+    record: Run | None = None
+
+    @property
+    def won(self) -> bool:
+        return self.outcome is Outcome.WON

@@ -1,0 +1,59 @@
+"""Typed calls of the observer hooks, bound to one scheduler.
+
+Each method calls one hook of :mod:`anarchon.hookspecs` by its function
+object, never by a string, so a misspelt hook is a type error rather than an
+observer that is silently never called.
+"""
+
+from __future__ import annotations
+
+from .backend import Backend
+from .context import RunContext
+from .hookspecs import (
+    Scheduler,
+    anarchon_backend_error,
+    anarchon_claim_lost,
+    anarchon_clock_skew,
+    anarchon_run_finished,
+    anarchon_run_started,
+    anarchon_scheduler_started,
+    anarchon_scheduler_stopped,
+    anarchon_slot_skipped,
+)
+from .job import Job
+from .plugins import PluginManager
+from .run import Run
+
+__all__ = ["Observers"]
+
+
+class Observers:
+    """The observer hooks of one scheduler; an observer that raises is logged and skipped."""
+
+    def __init__(self, plugins: PluginManager, scheduler: Scheduler) -> None:
+        self._plugins = plugins
+        self._scheduler = scheduler
+
+    def scheduler_started(self) -> None:
+        self._plugins.notify(anarchon_scheduler_started, scheduler=self._scheduler)
+
+    def scheduler_stopped(self) -> None:
+        self._plugins.notify(anarchon_scheduler_stopped, scheduler=self._scheduler)
+
+    def run_started(self, job: Job, context: RunContext) -> None:
+        self._plugins.notify(anarchon_run_started, scheduler=self._scheduler, job=job, context=context)
+
+    def run_finished(self, job: Job, run: Run) -> None:
+        self._plugins.notify(anarchon_run_finished, scheduler=self._scheduler, job=job, run=run)
+
+    def slot_skipped(self, job: Job, slot_ms: int, reason: str) -> None:
+        self._plugins.notify(anarchon_slot_skipped, scheduler=self._scheduler, job=job, slot_ms=slot_ms, reason=reason)
+
+    def claim_lost(self, job: Job, slot_ms: int, reason: str) -> None:
+        self._plugins.notify(anarchon_claim_lost, scheduler=self._scheduler, job=job, slot_ms=slot_ms, reason=reason)
+
+    def backend_error(self, operation: str, error: BaseException) -> None:
+        self._plugins.notify(anarchon_backend_error, scheduler=self._scheduler, operation=operation, error=error)
+
+    def clock_skew(self, backend: Backend, skew_ms: int) -> None:
+        self._plugins.notify(anarchon_clock_skew, scheduler=self._scheduler, backend=backend, skew_ms=skew_ms)
