@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from anarchon_conformance.fleet import Fleet, _Member
+from anarchon_conformance.fleet import Fleet, Member
 
 __all__ = ["ChaosFleet", "LedgerTail"]
 
@@ -49,7 +49,7 @@ class ChaosFleet(Fleet):
         self.seat_kwargs = [dict(k) for k in seat_kwargs]
         self.seat_skews = list(seat_skews_ms)
         self.seat_of: dict[str, int] = {}
-        self.occupant: dict[int, _Member] = {}
+        self.occupant: dict[int, Member] = {}
         self._next_seat: int | None = None
 
     def _seat(self) -> int:
@@ -63,14 +63,14 @@ class ChaosFleet(Fleet):
     def member_name(self, index: int) -> str:
         return f"i{index + 1}-s{self._seat()}"
 
-    def _spawn(self) -> _Member:
+    def _spawn(self) -> Member:
         seat = self._seat()
         member = super()._spawn()
         self.occupant[seat] = member
         self.seat_of[member.instance] = seat
         return member
 
-    def spawn_on(self, seat: int) -> _Member:
+    def spawn_on(self, seat: int) -> Member:
         """Start a new instance on ``seat`` without waiting for it (the ledger's ``ready`` line says when)."""
         self._next_seat = seat
         try:

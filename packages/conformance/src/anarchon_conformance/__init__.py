@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ._lease import LEASE_MS, LeaseTests
     from ._options import OptionTests
     from ._ports import free_port
-    from ._requires import requires
+    from ._reference import ReferenceTests
+    from ._requires import gated, requires
     from ._scheduler import SchedulerTests
     from ._suite import BackendSuite
 
@@ -41,11 +42,13 @@ __all__ = [
     "Instance",
     "LeaseTests",
     "OptionTests",
+    "ReferenceTests",
     "SchedulerTests",
     "SuiteBase",
     "eventually",
     "finished_run",
     "free_port",
+    "gated",
     "make_job",
     "requires",
     "unique_name",
@@ -68,6 +71,8 @@ _HOME = {
     "LEASE_MS": "_lease",
     "LeaseTests": "_lease",
     "OptionTests": "_options",
+    "ReferenceTests": "_reference",
+    "gated": "_requires",
     "free_port": "_ports",
     "requires": "_requires",
     "SchedulerTests": "_scheduler",

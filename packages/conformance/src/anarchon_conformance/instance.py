@@ -1,0 +1,137 @@
+"""One instance process of a fleet: a scheduler whose every run leaves a line in the ledger.
+
+Every instance appends one JSON line when a run starts, ends, or a slot is
+skipped for overlap, to a file outside the backend (``O_APPEND`` writes of
+one short line are atomic on a local file system), so the ledger survives
+whatever happens to the backend and to the instances.
+
+Run as ``python -m anarchon_conformance.instance --id ID --ledger PATH …``
+(:class:`~anarchon_conformance.fleet.Fleet` starts it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["READY", "build_backend", "main"]
+
+#: What an instance prints on stdout once its scheduler started.
+READY = "anarchon-fleet-ready"
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _Ledger:
+    """Appends one JSON line per event; one ``write`` per line keeps lines whole."""
+
+    def __init__(self, path: str, instance: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.instance = instance
+
+    def write(self, event: str, **fields: Any) -> None:
+        line = json.dumps({"e": event, "instance": self.instance, "t": _now_ms(), **fields}) + "\n"
+        os.write(self.fd, line.encode())
+
+
+def build_backend(
+    backend: str | None = None, backend_class: str | None = None, backend_kwargs: dict[str, Any] | None = None
+) -> Any:
+    """The backend a fleet member uses: a URL as is, or ``module:Class`` built with keyword arguments."""
+    if backend_class:
+        module, _, name = backend_class.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        return cls(**(backend_kwargs or {}))
+    return backend
+
+
+def _build_backend(args: argparse.Namespace) -> Any:
+    return build_backend(args.backend, args.backend_class, json.loads(args.backend_kwargs or "{}"))
+
+
+def _instance_main(args: argparse.Namespace) -> None:
+    from anarchon import RunContext, Scheduler, SkewedClock, hookimpl
+
+    ledger = _Ledger(args.ledger, args.id)
+
+    class Observer:
+        @hookimpl
+        def anarchon_scheduler_started(self, scheduler: Scheduler) -> None:
+            ledger.write("ready", pid=os.getpid())
+            print(READY, flush=True)
+
+        @hookimpl
+        def anarchon_slot_skipped(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
+            ledger.write("skip", job=job.name, slot=slot_ms, reason=reason)
+
+        @hookimpl
+        def anarchon_claim_lost(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
+            if reason != "lost":  # "unknown" (answer lost) and "stale" (lease lost mid-run)
+                ledger.write("lost", job=job.name, slot=slot_ms, reason=reason)
+
+    scheduler = Scheduler(
+        _build_backend(args),
+        instance_id=args.id,
+        plugins=[Observer()],
+        clock=SkewedClock(args.skew_ms) if args.skew_ms else None,
+    )
+    options = json.loads(args.options or "{}")
+
+    def make(name: str, seconds: float) -> Any:
+        async def job(ctx: RunContext) -> None:
+            fields = {"job": name, "slot": ctx.slot_ms, "attempt": ctx.attempt, "fencing": ctx.fencing}
+            ledger.write("start", **fields, catch_up=ctx.catch_up, missed=ctx.missed, manual=ctx.manual)
+            try:
+                if seconds:
+                    await asyncio.sleep(seconds)
+            except asyncio.CancelledError:
+                ledger.write("cancel", **fields, lease_lost=ctx.lease_lost)  # when it stopped tells overlap
+                raise
+            ledger.write("end", **fields)
+
+        return job
+
+    for i in range(args.jobs):
+        name = f"{args.job_prefix}{i:02d}"
+        scheduler.add(name, args.cron, make(name, 0), **options)
+    if args.slow_cron:
+        slow_options = {**options, **json.loads(args.slow_options or "{}")}
+        name = f"{args.job_prefix}slow"
+        scheduler.add(name, args.slow_cron, make(name, args.slow_seconds), **slow_options)
+    scheduler.run(grace_ms=args.grace_ms)
+
+
+def _instance_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m anarchon_conformance.instance")
+    p.add_argument("--id", required=True)
+    p.add_argument("--ledger", required=True)
+    p.add_argument("--backend", help="backend URL")
+    p.add_argument("--backend-class", help="module:Class, built with --backend-kwargs")
+    p.add_argument("--backend-kwargs", help="JSON object")
+    p.add_argument("--jobs", type=int, default=5)
+    p.add_argument("--job-prefix", default="job-")
+    p.add_argument("--cron", default="* * * * * *")
+    p.add_argument("--options", help="JSON object of job options")
+    p.add_argument("--slow-cron")
+    p.add_argument("--slow-seconds", type=float, default=3.0)
+    p.add_argument("--slow-options", help="JSON object of options for the slow job")
+    p.add_argument("--skew-ms", type=int, default=0)
+    p.add_argument("--grace-ms", type=int, default=10_000)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    _instance_main(_instance_parser().parse_args(list(sys.argv[1:] if argv is None else argv)))
+
+
+if __name__ == "__main__":
+    main()

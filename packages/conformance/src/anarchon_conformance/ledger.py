@@ -1,0 +1,167 @@
+"""The fleet's ledger, read back and judged: slots, runs, duplicates, missed slots, take-overs.
+
+:func:`reconcile` turns the lines the instances wrote (see
+:mod:`anarchon_conformance.instance`) and the slots the cron says were due
+into a :class:`FleetReport`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FleetReport",
+    "SlotRow",
+    "TakeOver",
+    "assert_every_slot_once",
+    "grant_of",
+    "iter_rows",
+    "read_ledger",
+    "reconcile",
+]
+
+
+def read_ledger(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@dataclass(frozen=True)
+class SlotRow:
+    """What happened to one slot of one job, for the per-slot table."""
+
+    job: str
+    slot_ms: int
+    runs: tuple[tuple[str, int, str], ...]  # (instance, attempt, "succeeded" | "died" | "running")
+    skipped: bool
+
+    @property
+    def outcome(self) -> str:
+        if self.skipped and not self.runs:
+            return "skipped (overlap)"
+        if not self.runs:
+            return "MISSED"
+        finished = [r for r in self.runs if r[2] == "succeeded"]
+        return "DUPLICATE" if len(finished) > 1 else ("taken over" if len(self.runs) > 1 else "ran once")
+
+
+@dataclass
+class FleetReport:
+    slots: int = 0
+    runs: int = 0
+    duplicates: int = 0
+    missed: int = 0
+    skipped: int = 0
+    take_overs: int = 0
+    take_over_ms: list[int] = field(default_factory=list)
+    rows: list[SlotRow] = field(default_factory=list)
+    duplicate_slots: list[tuple[str, int]] = field(default_factory=list)
+    missed_slots: list[tuple[str, int]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        took = f" (took {', '.join(f'{ms} ms' for ms in self.take_over_ms)})" if self.take_over_ms else ""
+        return (
+            f"slots: {self.slots}, runs: {self.runs}, duplicates: {self.duplicates}, "
+            f"missed: {self.missed}, skipped (overlap): {self.skipped}, take-overs: {self.take_overs}{took}"
+        )
+
+
+def assert_every_slot_once(report: FleetReport, *, min_slots: int) -> None:
+    """The promise of every backend while all instances live: each slot run exactly once."""
+    assert report.slots >= min_slots, f"only {report.slots} slots in the window, expected {min_slots}"
+    assert report.duplicates == 0, f"slots run twice: {report.duplicate_slots}"
+    assert report.missed == 0, f"slots nobody ran: {report.missed_slots}"
+    assert report.runs + report.skipped == report.slots, report.summary()
+
+
+@dataclass(frozen=True)
+class TakeOver:
+    """A run whose instance was killed, and the later attempt that took it over."""
+
+    first: dict[str, Any]
+    second: dict[str, Any]
+    killed_at: int
+
+    @property
+    def took_ms(self) -> int:
+        return int(self.second["t"]) - self.killed_at
+
+
+def grant_of(start: dict[str, Any]) -> tuple[str, int, int | None]:
+    """The grant a ``start`` line ran under: a run handed over goes on as the same attempt
+    on another instance, so only instance, attempt and fencing token together tell one grant."""
+    return (start["instance"], start["attempt"], start.get("fencing"))
+
+
+def reconcile(
+    ledger: Sequence[dict[str, Any]],
+    expected: dict[str, list[int]],
+    killed_at: dict[str, int] | None = None,
+) -> FleetReport:
+    """Judge the ledger against the slots each job should have run.
+
+    A *duplicate* is a slot run to its end more than once, or started twice
+    under one grant (instance, attempt and fencing token; a run handed over on
+    stop goes on as the same attempt elsewhere); a *take-over* is a slot whose later attempt
+    started after an earlier one died; a slot is *missed* when nothing ran it
+    and no instance recorded it as skipped for overlap. ``killed_at`` maps an
+    instance to when it was killed, to time each take-over from the kill.
+    """
+    starts: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    ends: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    skips: set[tuple[str, int]] = set()
+    for rec in ledger:
+        key = (rec["job"], rec["slot"]) if "job" in rec else None
+        if key is None:
+            continue
+        if rec["e"] == "start":
+            starts[key].append(rec)
+        elif rec["e"] == "end":
+            ends[key].append(rec)
+        elif rec["e"] == "skip" and rec.get("reason") == "overlap":
+            skips.add(key)
+    report = FleetReport()
+    killed_at = killed_at or {}
+    for job, slots in sorted(expected.items()):
+        for slot in slots:
+            key = (job, slot)
+            report.slots += 1
+            s, e = starts.get(key, []), ends.get(key, [])
+            ended = {(r["instance"], r["attempt"]) for r in e}
+            runs = tuple(
+                (r["instance"], r["attempt"], "succeeded" if (r["instance"], r["attempt"]) in ended else "died")
+                for r in sorted(s, key=lambda r: (r["attempt"], r["t"]))
+            )
+            grants = [grant_of(r) for r in s]
+            if len(e) > 1 or len(grants) != len(set(grants)):
+                report.duplicates += 1
+                report.duplicate_slots.append(key)
+            if not s and key not in skips:
+                report.missed += 1
+                report.missed_slots.append(key)
+            if not s and key in skips:
+                report.skipped += 1
+            report.runs += len(e)
+            by_time = sorted(s, key=lambda r: r["t"])
+            for first, later in itertools.pairwise(by_time):
+                if later["attempt"] > first["attempt"]:
+                    report.take_overs += 1
+                    report.take_over_ms.append(later["t"] - killed_at.get(first["instance"], first["t"]))
+            report.rows.append(SlotRow(job, slot, runs, key in skips))
+    return report
+
+
+def iter_rows(report: FleetReport) -> Iterator[list[str]]:
+    """Rows for a per-slot table: job, slot time, who ran it, outcome."""
+    for row in report.rows:
+        when = time.strftime("%H:%M:%S", time.gmtime(row.slot_ms / 1000))
+        who = ", ".join(f"{i} (attempt {a}{'' if s == 'succeeded' else ', ' + s})" for i, a, s in row.runs) or "-"
+        yield [row.job, when, who, row.outcome]
