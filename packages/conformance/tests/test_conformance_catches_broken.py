@@ -174,8 +174,10 @@ _CASES: dict[str, tuple[str, set[str], set[str]]] = {
             "test_renewal_keeps_the_lease",
             "test_a_stale_owner_is_refused",
             "test_hand_over_lets_a_backup_take_over_at_once",
+            # The reference comparison renews a stale grant at step 6 of seed 0; other seeds may too.
+            "test_same_answers_as_the_memory_store[0]",
         },
-        set(),
+        {f"test_same_answers_as_the_memory_store[{seed}]" for seed in range(16)},
     ),
 }
 

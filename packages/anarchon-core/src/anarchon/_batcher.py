@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 
 from ._collector import CollectionDeferred
 from ._health import BackendHealth
+from ._runlog import RunLog
 from ._tasks import Tasks
 from .backend import Backend, Claim, ClaimResult, Grant, Outcome
 from .clock import Clock
@@ -23,6 +26,8 @@ from .job import Job
 from .observers import Observers
 
 __all__ = ["ClaimBatcher"]
+
+log = logging.getLogger("anarchon.claims")
 
 #: Back-off between retries of a batch whose claim raised, doubling up to 2 s.
 RETRY_MIN_S, RETRY_MAX_S = 0.2, 2.0
@@ -38,7 +43,8 @@ class ClaimBatcher:
         observers: Observers,
         tasks: Tasks,
         *,
-        run: Callable[[Job, Grant, float], Awaitable[object]],
+        run: Callable[[Job, Grant, float, int | None], Awaitable[object]],
+        runlog: RunLog,
         stopping: Callable[[], bool],
     ) -> None:
         self._backend = backend
@@ -48,6 +54,7 @@ class ClaimBatcher:
         self._observers = observers
         self._tasks = tasks
         self._run = run
+        self._runlog = runlog
         self._stopping = stopping
         #: Claim batches not yet answered and started; ``_idle`` is set while there are none.
         self._in_flight = 0
@@ -83,25 +90,29 @@ class ClaimBatcher:
         (claim,) = self.claims([(job, slot_ms)], manual=manual, catch_up=catch_up, missed=missed)
         return claim
 
-    def submit(self, claims: list[Claim]) -> None:
-        """Count the batch as in flight from now (not from when its task starts), then claim and run it."""
+    def submit(self, claims: list[Claim], due_ms: Sequence[int | None] | None = None) -> None:
+        """Count the batch as in flight from now (not from when its task starts), then claim and run it.
+
+        ``due_ms``, per claim, is when it was due (for the run's start delay), ``None`` where that means nothing.
+        """
         self._in_flight += 1
         if self._idle is not None:
             self._idle.clear()
-        self._tasks.spawn(self._claim_and_run(claims))
+        self._tasks.spawn(self._claim_and_run(claims, due_ms or [None] * len(claims)))
 
-    def submit_due(self, due: list[tuple[Job, int]]) -> None:
+    def submit_due(self, due: list[tuple[Job, int, int]]) -> None:
         """The timer's callback: claim the slots that came due together."""
-        self.submit(self.claims(due))
+        self.submit(self.claims([(job, slot) for job, slot, _ in due]), [at for _, _, at in due])
 
-    async def _claim_and_run(self, claims: list[Claim]) -> None:
+    async def _claim_and_run(self, claims: list[Claim], due_ms: Sequence[int | None]) -> None:
         try:
             # Not held while the backend answers: that wait may be long (a slow or
             # stalled store, batches overlapping), and collecting then costs nothing.
             results, sent = await self.decide(claims)
+            self._report(claims, results, sent)
             with CollectionDeferred():
-                for claim, result in zip(claims, results, strict=True):
-                    self._dispatch(claim.job, claim.slot_ms, result, sent)
+                for claim, result, due in zip(claims, results, due_ms, strict=True):
+                    self._dispatch(claim.job, claim.slot_ms, result, sent, due)
                 # The runs just spawned were queued first: they start (up to their
                 # first await) before this task resumes and lets the collector run.
                 await asyncio.sleep(0)
@@ -157,10 +168,30 @@ class ClaimBatcher:
             self._health.ok()
             return results, sent
 
-    def _dispatch(self, job: Job, slot_ms: int, result: ClaimResult, sent: float) -> None:
+    def _report(self, claims: list[Claim], results: list[ClaimResult], sent: float) -> None:
+        latency_ms = (time.monotonic() - sent) * 1000
+        answers = Counter(r.outcome for r in results)
+        won, lost = answers[Outcome.WON], answers[Outcome.LOST]
+        skipped, unknown = answers[Outcome.SKIPPED], answers[Outcome.UNKNOWN]
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "claimed %d slot(s) in %.1f ms: %d won, %d lost, %d skipped, %d unknown (%s)",
+                len(claims),
+                latency_ms,
+                won,
+                lost,
+                skipped,
+                unknown,
+                ", ".join(f"{c.job.name}@{c.slot_ms}={r.outcome}" for c, r in zip(claims[:10], results, strict=False)),
+                extra={"claims": len(claims), "latency_ms": latency_ms},
+            )
+        self._observers.claims_decided(len(claims), latency_ms, won, lost, skipped, unknown)
+
+    def _dispatch(self, job: Job, slot_ms: int, result: ClaimResult, sent: float, due_ms: int | None) -> None:
         if result.outcome is Outcome.WON and result.grant is not None:
-            self._tasks.spawn(self._run(job, result.grant, sent))
+            self._tasks.spawn(self._run(job, result.grant, sent, due_ms))
         elif result.outcome is Outcome.SKIPPED:
+            self._runlog.skipped(job, slot_ms, self._instance_id)
             self._observers.slot_skipped(job, slot_ms, "overlap")
         else:
             reason = "unknown" if result.outcome is Outcome.UNKNOWN else "lost"

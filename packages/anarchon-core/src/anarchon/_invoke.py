@@ -9,25 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
 import sys
 
 from ._active import ActiveRun
 from ._health import error_text
+from ._runlog import RunLog
 from .context import RunContext
 from .job import Job
 from .run import RunStatus
 
 __all__ = ["JobInvoker"]
 
-log = logging.getLogger("anarchon.runs")
-
 #: Sync jobs running at once in one scheduler; more wait for a thread.
 MAX_THREADS = 64
 
 
 class JobInvoker:
-    def __init__(self) -> None:
+    def __init__(self, runlog: RunLog) -> None:
+        self._runlog = runlog
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
 
     def shutdown(self) -> None:
@@ -61,7 +60,7 @@ class JobInvoker:
         except asyncio.TimeoutError:
             status = RunStatus.TIMED_OUT
         except Exception as exc:
-            log.error("job %s, slot %s failed", job.name, ctx.slot, exc_info=exc)
+            self._runlog.failed(ctx, exc)
             status, error = RunStatus.FAILED, error_text(exc)
         else:
             status = RunStatus.SUCCEEDED

@@ -19,6 +19,7 @@ from ._active import ActiveRun, ActiveRuns
 from ._health import BackendHealth
 from ._tasks import Tasks, ignore_outcome
 from .backend import LeaseBackend
+from .observers import Observers
 
 __all__ = ["LEASE_SAFETY", "LeaseKeeper", "held_until", "lose_lease"]
 
@@ -38,10 +39,17 @@ def held_until(sent: float, lease_ms: int) -> float:
     return sent + lease_ms * (1 - LEASE_SAFETY) / 1000
 
 
-def lose_lease(active: ActiveRun, why: str) -> None:
-    log.warning("job %s, slot %s: %s; stopping this run", active.job.name, active.context.slot, why)
+def lose_lease(active: ActiveRun, why: str, observers: Observers) -> None:
+    log.warning(
+        "job %s, slot %s: %s; stopping this run",
+        active.job.name,
+        active.context.slot,
+        why,
+        extra={"job": active.job.name, "slot_ms": active.context.slot_ms, "attempt": active.context.attempt},
+    )
     active.context.lease_lost = True
     active.cancel_job()
+    observers.lease_lost(active.job, active.context.slot_ms, why)
 
 
 class Renewal(NamedTuple):
@@ -53,8 +61,11 @@ class Renewal(NamedTuple):
 
 
 class LeaseKeeper:
-    def __init__(self, backend: LeaseBackend, active: ActiveRuns, health: BackendHealth, tasks: Tasks) -> None:
+    def __init__(
+        self, backend: LeaseBackend, active: ActiveRuns, health: BackendHealth, observers: Observers, tasks: Tasks
+    ) -> None:
         self._backend = backend
+        self._observers = observers
         self._active = active
         self._health = health
         self._tasks = tasks
@@ -102,7 +113,7 @@ class LeaseKeeper:
                 if not self._current(entry):
                     continue
                 if now >= entry.active.lease_deadline:
-                    lose_lease(entry.active, "the lease could not be renewed before it expired")
+                    lose_lease(entry.active, "the lease could not be renewed before it expired", self._observers)
                     continue
                 due.append(entry.active)
             if due:
@@ -137,7 +148,7 @@ class LeaseKeeper:
             if not self._active.holds(active):
                 continue
             if not ok:
-                lose_lease(active, "another instance took the run over")
+                lose_lease(active, "another instance took the run over", self._observers)
                 continue
             active.lease_deadline = held_until(sent, active.grant.lease_ms)
             self.watch(active, now + active.grant.lease_ms / 3000)

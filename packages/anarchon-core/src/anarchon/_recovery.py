@@ -53,7 +53,7 @@ class Recovery:
         batcher: ClaimBatcher,
         timer: SlotTimer,
         *,
-        run: Callable[[Job, Grant, float], Awaitable[object]],
+        run: Callable[[Job, Grant, float, int | None], Awaitable[object]],
         stopping: Callable[[], bool],
     ) -> None:
         self._backend = backend
@@ -93,13 +93,24 @@ class Recovery:
             job = self._registry.find(result.grant.job)
             if job is None:
                 continue
+            grant = result.grant
             log.info(
-                "job %s, slot %s: taken over (attempt %d)",
+                "job %s, slot %s: taken over by %s (attempt %d)",
                 job.name,
-                ms_to_datetime(result.grant.slot_ms),
-                result.grant.attempt,
+                ms_to_datetime(grant.slot_ms),
+                self._instance_id,
+                grant.attempt,
+                extra={
+                    "job": job.name,
+                    "slot_ms": grant.slot_ms,
+                    "instance": self._instance_id,
+                    "attempt": grant.attempt,
+                    "fencing": grant.fencing,
+                    "status": "taken-over",
+                },
             )
-            self._tasks.spawn(self._run(job, result.grant, sent))
+            self._observers.run_taken_over(job, grant.slot_ms, grant.attempt)
+            self._tasks.spawn(self._run(job, grant, sent, None))
         return True
 
     async def catch_up(self) -> None:
@@ -123,6 +134,13 @@ class Recovery:
                 continue
             missed, newest = job.schedule.count_between(mark, now)
             if newest is not None and now - newest <= job.options.catch_up_ms:
+                log.info(
+                    "job %s: catching up slot %s, which covers %d missed slot(s)",
+                    job.name,
+                    ms_to_datetime(newest),
+                    missed,
+                    extra={"job": job.name, "slot_ms": newest, "instance": self._instance_id, "missed": missed},
+                )
                 claims.append(self._batcher.claim(job, newest, catch_up=True, missed=missed))
                 self._timer.caught_up(job.name, newest)
         if claims:

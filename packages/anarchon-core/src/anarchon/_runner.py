@@ -17,6 +17,7 @@ from ._active import ActiveRun, ActiveRuns, RunKey
 from ._health import BackendHealth, error_text
 from ._invoke import JobInvoker
 from ._keeper import LeaseKeeper, held_until, lose_lease
+from ._runlog import RunLog
 from .backend import Backend, Grant, LeaseBackend
 from .clock import Clock
 from .context import RunContext
@@ -72,10 +73,14 @@ class RunExecutor:
         self._observers = observers
         self._keeper = keeper
         self.active = active
-        self.invoker = JobInvoker()
+        self.runlog = RunLog()
+        self.invoker = JobInvoker(self.runlog)
 
-    async def execute(self, job: Job, grant: Grant, sent: float) -> Run | None:
+    async def execute(self, job: Job, grant: Grant, sent: float, due_ms: int | None = None) -> Run | None:
         """Run one granted slot to its end; the finished record, or None if the lease was lost.
+
+        ``due_ms`` is when its claim was due (slot plus jitter), for a plain
+        scheduled claim: the run's start delay is counted from it.
 
         ``sent`` is when (monotonic) the claim or take-over that granted it was
         sent: the backend started the lease no earlier, so an answer that took
@@ -111,14 +116,17 @@ class RunExecutor:
         previous = self.active.get(RunKey.of(grant))
         if previous is not None:
             # The backend granted this run again, so this instance's earlier attempt lost it there.
-            lose_lease(previous, "the backend granted the run again (take-over)")
+            lose_lease(previous, "the backend granted the run again (take-over)", self._observers)
             await previous.wait_job_returned()
         active = ActiveRun(job, grant, ctx, lease_deadline=held_until(sent, grant.lease_ms))
         self.active[active.key] = active
         if self._keeper is not None:
             self._keeper.watch(active, sent + grant.lease_ms / 3000)
         started_ms = self._clock.now_ms()
-        self._observers.run_started(job, ctx)
+        delay_ms = started_ms - due_ms if due_ms is not None and grant.attempt == 1 else None
+        self._observers.run_started(job, ctx, delay_ms)
+        self.runlog.started(ctx)
+        recorded: str | None = None
         try:
             status, error = await self.invoker.invoke(job, active)
             # Other runs due now start before this one's record is written.
@@ -134,11 +142,14 @@ class RunExecutor:
             run = grant.finished(status, started_ms=started_ms, finished_ms=finished_ms, error=error)
             if not await self._finish(active, run):
                 return None
+            recorded = run.status.value
+            self.runlog.ended(ctx, recorded, run.duration_ms or 0, error)
             self._observers.run_finished(job, run)
             return run
         finally:
             self.active.discard(active)  # a later attempt of this run may hold the key by now
             active.ended.set()
+            self._observers.run_ended(job, ctx, recorded)
 
     async def _finish(self, active: ActiveRun, run: Run) -> bool:
         """Record the run; keep trying while the lease holds, so a success is not run again."""
@@ -166,7 +177,13 @@ class RunExecutor:
     async def _hand_over(self, backend: LeaseBackend, active: ActiveRun) -> None:
         try:
             await backend.hand_over(active.grant)
-            log.info("job %s, slot %s: handed over on stop", active.job.name, active.context.slot)
+            log.info(
+                "job %s, slot %s: handed over on stop",
+                active.job.name,
+                active.context.slot,
+                extra={"job": active.job.name, "slot_ms": active.context.slot_ms, "status": "handed-over"},
+            )
+            self._observers.run_handed_over(active.job, active.context.slot_ms)
         except Exception as exc:
             self._health.failed("hand_over", exc)
 

@@ -43,6 +43,7 @@ async def watch_skew(
         except Exception as exc:
             health.failed("now_ms", exc)
         else:
+            observers.clock_checked(backend, skew)
             limits = [j.options.max_late_ms // 4 for j in registry.all()]
             if limits and abs(skew) > min(limits):
                 log.warning(

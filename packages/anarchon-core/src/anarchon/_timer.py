@@ -52,7 +52,7 @@ class SlotTimer:
         observers: Observers,
         *,
         lease: bool,
-        on_due: Callable[[list[tuple[Job, int]]], None],
+        on_due: Callable[[list[tuple[Job, int, int]]], None],
     ) -> None:
         self._registry = registry
         self._clock = clock
@@ -116,9 +116,12 @@ class SlotTimer:
                     self._on_due(due)
             await asyncio.sleep(0)
 
-    def _pop_due(self, now: int) -> list[tuple[Job, int]]:
-        """Take the slots due now (and those within ``COALESCE_MS``) off the heap, scheduling each job's next."""
-        due: list[tuple[Job, int]] = []
+    def _pop_due(self, now: int) -> list[tuple[Job, int, int]]:
+        """Take the slots due now (and those within ``COALESCE_MS``) off the heap, scheduling each job's next.
+
+        Each is ``(job, slot_ms, due_ms)``: ``due_ms`` is when its claim was due, the slot plus jitter.
+        """
+        due: list[tuple[Job, int, int]] = []
         heap = self._heap
         while heap and heap[0].at_ms <= now + COALESCE_MS and heap[0].slot_ms <= now:
             entry = heapq.heappop(heap)
@@ -137,5 +140,5 @@ class SlotTimer:
                 # Not claimed while the backend is away; the recovery catches it up.
                 self._observers.claim_lost(job, slot, "unknown")
                 continue
-            due.append((job, slot))
+            due.append((job, slot, entry.at_ms))
         return due

@@ -4,9 +4,17 @@ Two families share one plugin manager and the entry-point group ``anarchon``:
 
 * **registration** — a backend distribution returns its backend classes;
 * **observers** — called as runs start and finish, slots are skipped or lost,
-  the backend fails, the scheduler starts or stops. Observers are called one
-  by one; an exception in one is logged and never disturbs scheduling or the
-  other observers. Their return values are ignored.
+  claims are decided, runs are taken over or handed over, the backend fails,
+  the clock is checked, the scheduler starts or stops. Observers are called
+  one by one, synchronously, on the scheduler's event loop: keep them short
+  (count, set a gauge, hand off to a queue). An exception in one is logged and
+  never disturbs scheduling or the other observers. Their return values are
+  ignored. An ``async def`` observer is refused when it is registered, since
+  nothing would await it; schedule your own task from a plain function if you
+  must do I/O.
+
+An implementation may take any subset of a hook's parameters, by name, so
+hooks gain parameters without breaking older observers.
 
 A plugin is any module or object with functions decorated by
 :data:`hookimpl`; register it through an entry point in the group
@@ -74,13 +82,56 @@ def anarchon_scheduler_stopped(scheduler: Scheduler) -> None:
 
 
 @hookspec
-def anarchon_run_started(scheduler: Scheduler, job: Job, context: RunContext) -> None:
-    """This instance won a slot (or took one over) and is about to run the job."""
+def anarchon_run_started(scheduler: Scheduler, job: Job, context: RunContext, delay_ms: int | None) -> None:
+    """This instance won a slot (or took one over) and is about to run the job.
+
+    :param delay_ms: how long after its claim was due (the slot plus this
+        instance's jitter) the run started; ``None`` for take-overs, catch-ups
+        and manual runs, whose start is not tied to the slot.
+    """
 
 
 @hookspec
 def anarchon_run_finished(scheduler: Scheduler, job: Job, run: Run) -> None:
     """A run of this instance ended; ``run`` is the record written to history."""
+
+
+@hookspec
+def anarchon_run_ended(scheduler: Scheduler, job: Job, context: RunContext, status: str | None) -> None:
+    """A run this instance started is no longer running here, however it ended.
+
+    :param status: the recorded status (``"succeeded"``, ``"failed"``…), or
+        ``None`` when this instance recorded nothing: it lost the lease, or
+        handed the run over on stop.
+    """
+
+
+@hookspec
+def anarchon_run_taken_over(scheduler: Scheduler, job: Job, slot_ms: int, attempt: int) -> None:
+    """This instance took over a run whose lease expired (or was handed over); it runs it next."""
+
+
+@hookspec
+def anarchon_run_handed_over(scheduler: Scheduler, job: Job, slot_ms: int) -> None:
+    """On stop, this instance released a run's lease so a backup takes it over at once."""
+
+
+@hookspec
+def anarchon_lease_lost(scheduler: Scheduler, job: Job, slot_ms: int, reason: str) -> None:
+    """This instance stopped a run because its lease is, or may be, another's.
+
+    :param reason: why, in words (taken over, not renewed in time, granted again).
+    """
+
+
+@hookspec
+def anarchon_claims_decided(
+    scheduler: Scheduler, claims: int, latency_ms: float, won: int, lost: int, skipped: int, unknown: int
+) -> None:
+    """One claim call answered (or failed): its size, how long it took, and the answers.
+
+    A failed call counts every claim ``unknown``; retries of a claim backend are one call.
+    """
 
 
 @hookspec
@@ -105,6 +156,14 @@ def anarchon_claim_lost(scheduler: Scheduler, job: Job, slot_ms: int, reason: st
 @hookspec
 def anarchon_backend_error(scheduler: Scheduler, operation: str, error: BaseException) -> None:
     """A backend call failed; the scheduler will retry with backoff."""
+
+
+@hookspec
+def anarchon_clock_checked(scheduler: Scheduler, backend: Backend, skew_ms: int) -> None:
+    """The clock-skew check measured this instance's clock against the backend's (once a minute).
+
+    :param skew_ms: local clock minus backend clock.
+    """
 
 
 @hookspec

@@ -13,9 +13,15 @@ from .hookspecs import (
     Scheduler,
     anarchon_backend_error,
     anarchon_claim_lost,
+    anarchon_claims_decided,
+    anarchon_clock_checked,
     anarchon_clock_skew,
+    anarchon_lease_lost,
+    anarchon_run_ended,
     anarchon_run_finished,
+    anarchon_run_handed_over,
     anarchon_run_started,
+    anarchon_run_taken_over,
     anarchon_scheduler_started,
     anarchon_scheduler_stopped,
     anarchon_slot_skipped,
@@ -40,8 +46,36 @@ class Observers:
     def scheduler_stopped(self) -> None:
         self._plugins.notify(anarchon_scheduler_stopped, scheduler=self._scheduler)
 
-    def run_started(self, job: Job, context: RunContext) -> None:
-        self._plugins.notify(anarchon_run_started, scheduler=self._scheduler, job=job, context=context)
+    def run_started(self, job: Job, context: RunContext, delay_ms: int | None) -> None:
+        self._plugins.notify(
+            anarchon_run_started, scheduler=self._scheduler, job=job, context=context, delay_ms=delay_ms
+        )
+
+    def run_ended(self, job: Job, context: RunContext, status: str | None) -> None:
+        self._plugins.notify(anarchon_run_ended, scheduler=self._scheduler, job=job, context=context, status=status)
+
+    def run_taken_over(self, job: Job, slot_ms: int, attempt: int) -> None:
+        self._plugins.notify(
+            anarchon_run_taken_over, scheduler=self._scheduler, job=job, slot_ms=slot_ms, attempt=attempt
+        )
+
+    def run_handed_over(self, job: Job, slot_ms: int) -> None:
+        self._plugins.notify(anarchon_run_handed_over, scheduler=self._scheduler, job=job, slot_ms=slot_ms)
+
+    def lease_lost(self, job: Job, slot_ms: int, reason: str) -> None:
+        self._plugins.notify(anarchon_lease_lost, scheduler=self._scheduler, job=job, slot_ms=slot_ms, reason=reason)
+
+    def claims_decided(self, claims: int, latency_ms: float, won: int, lost: int, skipped: int, unknown: int) -> None:
+        self._plugins.notify(
+            anarchon_claims_decided,
+            scheduler=self._scheduler,
+            claims=claims,
+            latency_ms=latency_ms,
+            won=won,
+            lost=lost,
+            skipped=skipped,
+            unknown=unknown,
+        )
 
     def run_finished(self, job: Job, run: Run) -> None:
         self._plugins.notify(anarchon_run_finished, scheduler=self._scheduler, job=job, run=run)
@@ -54,6 +88,9 @@ class Observers:
 
     def backend_error(self, operation: str, error: BaseException) -> None:
         self._plugins.notify(anarchon_backend_error, scheduler=self._scheduler, operation=operation, error=error)
+
+    def clock_checked(self, backend: Backend, skew_ms: int) -> None:
+        self._plugins.notify(anarchon_clock_checked, scheduler=self._scheduler, backend=backend, skew_ms=skew_ms)
 
     def clock_skew(self, backend: Backend, skew_ms: int) -> None:
         self._plugins.notify(anarchon_clock_skew, scheduler=self._scheduler, backend=backend, skew_ms=skew_ms)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -73,12 +74,42 @@ class PluginManager:
                 self.broken[name] = error
                 continue
             self._pm.register(plugin, name=name)
+            refused = self._async_observers(plugin)
+            if refused:
+                self._pm.unregister(plugin)
+                self.broken[name] = refused
+                log.warning("anarchon plugin %r is ignored: %s", name, refused)
         self._pm.check_pending()
 
     def register(self, plugin: object) -> None:
+        """Add a plugin; an ``async def`` observer is refused with :class:`TypeError`."""
         self._pm.register(plugin)
+        refused = self._async_observers(plugin)
+        if refused:
+            self._pm.unregister(plugin)
+            raise TypeError(refused)
         self._pm.check_pending()
         self._backends = None
+
+    def _async_observers(self, plugin: object) -> str:
+        """Why this plugin is refused (its ``async def`` observers), or ``""``.
+
+        Observers are called synchronously on the scheduler's loop; a
+        coroutine function would be called, never awaited, and do nothing.
+        """
+        names = [
+            impl.function.__qualname__
+            for caller in self._pm.get_hookcallers(plugin) or []
+            for impl in caller.get_hookimpls()
+            if impl.plugin is plugin and inspect.iscoroutinefunction(impl.function)
+        ]
+        if not names:
+            return ""
+        return (
+            f"observer(s) {', '.join(names)} are async def; observers are called synchronously on the "
+            "scheduler's event loop and would never be awaited: make them plain functions (to do I/O, "
+            "start a task with asyncio.get_running_loop().create_task(...) or hand off to a queue)"
+        )
 
     @property
     def pluggy(self) -> pluggy.PluginManager:

@@ -100,11 +100,20 @@ class Scheduler:
         self._health = BackendHealth(backend, self._observers)
         self._health.on_outage = self._on_outage
         active = ActiveRuns()
-        self._keeper = LeaseKeeper(leases, active, self._health, self._tasks) if leases is not None else None
+        observers = self._observers
+        self._keeper = LeaseKeeper(leases, active, self._health, observers, self._tasks) if leases is not None else None
         self._runner = RunExecutor(backend, clock, instance, self._health, self._observers, self._keeper, active)
         run = self._runner.execute
         self._batcher = ClaimBatcher(
-            backend, clock, instance, self._health, self._observers, self._tasks, run=run, stopping=self._is_stopping
+            backend,
+            clock,
+            instance,
+            self._health,
+            observers,
+            self._tasks,
+            run=run,
+            runlog=self._runner.runlog,
+            stopping=self._is_stopping,
         )
         self._timer = SlotTimer(
             self._registry,
