@@ -43,6 +43,7 @@ DISTRIBUTIONS: dict[str, str] = {
     "anarchon-postgres": "anarchon-postgres",
     "anarchon-rabbitmq": "anarchon-rabbitmq",
     "anarchon-nats": "anarchon-nats",
+    "anarchon-prometheus": "anarchon-prometheus",
 }
 
 
@@ -216,6 +217,8 @@ def test_entry_points_are_in_the_wheel(dists: Dists, distribution: str) -> None:
         assert "[console_scripts]\nanarchon = anarchon.cli:main" in text
     elif distribution == "anarchon-conformance":
         assert "[pytest11]\nanarchon_conformance = anarchon_conformance.plugin" in text
+    elif distribution == "anarchon-prometheus":
+        assert "[anarchon]\nprometheus = anarchon_prometheus._plugin" in text
     else:
         backend = next(b for b in BACKENDS if b.distribution == distribution)
         assert re.search(rf"\[anarchon\]\n{backend.backend} = anarchon_{backend.backend}\._plugin", text), text
@@ -277,6 +280,27 @@ def test_backend_wheel_alone_next_to_the_core(install: Callable[..., Path], back
         assert error is not None, f"{other.cls} imported although {other.distribution} is not installed"
         assert error[0] == "BackendNotInstalledError"
         assert f"pip install {other.distribution}" in error[1]
+
+
+def test_prometheus_wheel_alone_next_to_the_core(install: Callable[..., Path]) -> None:
+    """Installed alone, the observer counts a run of any scheduler in the process into the default registry."""
+    python = install("anarchon-core", "anarchon-prometheus")
+    probe = textwrap.dedent(
+        """
+        import asyncio
+        from prometheus_client import REGISTRY
+        from anarchon import Scheduler
+
+        async def main():
+            s = Scheduler("memory://")
+            s.add("tick", "0 0 1 1 *", lambda: None)
+            await s.run_now("tick")
+
+        asyncio.run(main())
+        print(REGISTRY.get_sample_value("anarchon_runs_total", {"job": "tick", "status": "succeeded"}))
+        """
+    )
+    assert run([python, "-c", probe], env=clean_env(), cwd=python.parent).strip() == "1.0"
 
 
 def test_core_version_matches_the_distribution(install: Callable[..., Path], dists: Dists) -> None:
