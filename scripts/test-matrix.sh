@@ -15,7 +15,7 @@ STEPS=(
   "postgres:packages/anarchon-postgres"
   "rabbitmq:packages/anarchon-rabbitmq"
   "nats:packages/anarchon-nats"
-  "observability:packages/anarchon-prometheus"
+  "observability:packages/anarchon-prometheus packages/anarchon-opentelemetry"
   "faults:tests/chaos"
   "release:tests/release"
 )

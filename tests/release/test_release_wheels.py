@@ -44,6 +44,7 @@ DISTRIBUTIONS: dict[str, str] = {
     "anarchon-rabbitmq": "anarchon-rabbitmq",
     "anarchon-nats": "anarchon-nats",
     "anarchon-prometheus": "anarchon-prometheus",
+    "anarchon-opentelemetry": "anarchon-opentelemetry",
 }
 
 
@@ -219,6 +220,8 @@ def test_entry_points_are_in_the_wheel(dists: Dists, distribution: str) -> None:
         assert "[pytest11]\nanarchon_conformance = anarchon_conformance.plugin" in text
     elif distribution == "anarchon-prometheus":
         assert "[anarchon]\nprometheus = anarchon_prometheus._plugin" in text
+    elif distribution == "anarchon-opentelemetry":
+        assert "[anarchon]\nopentelemetry = anarchon_opentelemetry._plugin" in text
     else:
         backend = next(b for b in BACKENDS if b.distribution == distribution)
         assert re.search(rf"\[anarchon\]\n{backend.backend} = anarchon_{backend.backend}\._plugin", text), text
@@ -301,6 +304,26 @@ def test_prometheus_wheel_alone_next_to_the_core(install: Callable[..., Path]) -
         """
     )
     assert run([python, "-c", probe], env=clean_env(), cwd=python.parent).strip() == "1.0"
+
+
+def test_opentelemetry_wheel_alone_next_to_the_core(install: Callable[..., Path]) -> None:
+    """Installed alone (the API only, no SDK), the observer is loaded and a run goes through it untouched."""
+    python = install("anarchon-core", "anarchon-opentelemetry")
+    probe = textwrap.dedent(
+        """
+        import asyncio
+        from anarchon import Scheduler
+
+        async def main():
+            s = Scheduler("memory://")
+            s.add("tick", "0 0 1 1 *", lambda: None)
+            loaded = "opentelemetry" in dict(s.plugins.pluggy.list_name_plugin())
+            print(loaded, (await s.run_now("tick")).status)
+
+        asyncio.run(main())
+        """
+    )
+    assert run([python, "-c", probe], env=clean_env(), cwd=python.parent).strip() == "True succeeded"
 
 
 def test_core_version_matches_the_distribution(install: Callable[..., Path], dists: Dists) -> None:

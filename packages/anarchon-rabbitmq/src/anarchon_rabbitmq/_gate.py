@@ -29,7 +29,7 @@ from ._channels import ChannelPool
 
 __all__ = ["claim_gate"]
 
-log = logging.getLogger("anarchon_rabbitmq")
+log = logging.getLogger("anarchon.rabbitmq")
 
 #: Declare retries after a channel error (a 3.10 declare race, or arguments that differ).
 _ATTEMPTS = 4

@@ -37,7 +37,7 @@ __all__ = [
     "stream_arguments",
 ]
 
-log = logging.getLogger("anarchon_rabbitmq")
+log = logging.getLogger("anarchon.rabbitmq")
 
 #: Bytes a record may take in the stream, framing included. Measured on
 #: RabbitMQ 3.10: a usual record is 385 bytes of JSON and 660 on disk (each

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RabbitMQBackend"]
 
-log = logging.getLogger("anarchon_rabbitmq")
+log = logging.getLogger("anarchon.rabbitmq")
 
 CONNECT_TIMEOUT_S = 10.0
 #: Longest wait for one broker answer; past it a claim is UNKNOWN.
