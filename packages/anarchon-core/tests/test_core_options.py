@@ -187,3 +187,21 @@ def test_defaults_follow_the_backend_tier(scheduler: Scheduler, claim_scheduler:
     assert (claim.overlap, claim.catch_up_ms, claim.hand_over) == ("allow", 0, False)
     assert lease.jitter_ms == claim.jitter_ms == 2000
     assert lease.max_late_ms == 60_000 and lease.lease_ms == 30_000 and lease.max_attempts == 3
+
+
+def test_the_default_jitter_fits_the_schedule(scheduler: Scheduler) -> None:
+    """A jitter longer than the gap between slots would let a slot's claim come after the next one's."""
+    assert scheduler.add("every-second", "* * * * * *", noop).options.jitter_ms == 250
+    assert scheduler.add("every-5s", "*/5 * * * * *", noop).options.jitter_ms == 1250
+    assert scheduler.add("two-a-minute", "0,30 * * * * *", noop).options.jitter_ms == 2000
+    assert scheduler.add("minutely", "* * * * *", noop).options.jitter_ms == 2000
+    assert scheduler.add("quiet", "* * * * * *", noop, jitter_ms=0).options.jitter_ms == 0
+
+
+def test_an_explicit_jitter_not_shorter_than_the_gap_is_refused(scheduler: Scheduler) -> None:
+    with pytest.raises(InvalidJobError, match=r"jitter_ms=1000 is not shorter than the 1000 ms.*below 1000") as info:
+        scheduler.add("tick", "* * * * * *", noop, jitter_ms=1000)
+    assert (info.value.option, info.value.value) == ("jitter_ms", 1000)
+    with pytest.raises(InvalidJobError, match="jitter_ms=90000 is not shorter than the 60000 ms"):
+        scheduler.add("minutely", "* * * * *", noop, jitter_ms=90_000, max_late_ms=120_000)
+    assert scheduler.add("tick", "* * * * * *", noop, jitter_ms=999).options.jitter_ms == 999

@@ -709,3 +709,29 @@ async def test_a_plain_claim_past_slots_nobody_decided_covers_them() -> None:
     assert after.missed >= len(held) + 1, "the run must cover the held slots and its own"
     assert {r.outcome.value for r in backend.late} == {"lost"}, "a held claim delivered late must lose"
     assert not [c for c in ran if c.slot_ms in held], "a held slot ran after the mark moved past it"
+
+
+async def test_with_default_options_no_slot_of_an_every_second_job_is_lost() -> None:
+    """Three instances, 50 every-second jobs, every option at its default: each slot runs exactly once.
+
+    With the old fixed 2 s jitter, a slot's claim could come more than a period after the next
+    slot's; the mark rule then refused it and the slot ran only as a later run's ``missed``.
+    """
+    store = MemoryStore()
+    runs: Counter[tuple[str, int]] = Counter()
+    fleet = [Scheduler(MemoryBackend(store), instance_id=f"i{n}") for n in range(3)]
+    for s in fleet:
+        for j in range(50):
+            s.add(f"job-{j:02d}", "* * * * * *", lambda ctx: runs.update([(ctx.job.name, ctx.slot_ms)]))
+    begin = now_ms()
+    for s in fleet:
+        await s.start()
+    await asyncio.sleep(6)
+    for s in fleet:
+        await s.stop()
+    end = now_ms()
+    window = range((begin // 1000 + 2) * 1000, (end // 1000 - 1) * 1000, 1000)
+    assert len(window) >= 3
+    for j in range(50):
+        for slot in window:
+            assert runs[(f"job-{j:02d}", slot)] == 1, f"job-{j:02d} @ {slot}: {runs[(f'job-{j:02d}', slot)]} runs"

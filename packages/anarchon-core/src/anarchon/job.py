@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -84,3 +86,42 @@ class Job:
         """The next ``count`` slots strictly after ``after`` (now by default), in UTC."""
         start = datetime_to_ms(after) if after is not None else None
         return [ms_to_datetime(ms) for ms in self.schedule.slots(start, count)]
+
+    def shortest_interval_ms(self, probe: int = 64) -> int | None:
+        """The shortest gap between two of the job's next ``probe`` slots (``None``: fewer than two)."""
+        upcoming = self.schedule.slots(None, probe)
+        gaps = [b - a for a, b in itertools.pairwise(upcoming)]
+        return min(gaps) if gaps else None
+
+    def fit_jitter(self, explicit: bool) -> Job:
+        """Jitter that cannot reorder the job's slots.
+
+        A claim delayed by more than the gap to the next slot would come after
+        that slot's claim and lose by the mark rule. The default jitter is
+        therefore at most a quarter of the shortest gap; an explicit one must
+        be shorter than the gap. Only a schedule with a seconds field can have
+        gaps under a minute, so a five-field one is probed only when an
+        explicit jitter reaches a minute.
+        """
+        jitter = self.options.jitter_ms
+        six_fields = len(self.cron.split()) >= 6
+        if not jitter or not (six_fields or (explicit and jitter >= 60_000)):
+            return self
+        shortest = self.shortest_interval_ms()
+        if shortest is None:
+            return self
+        if explicit:
+            if jitter >= shortest:
+                raise InvalidJobError(
+                    f"job {self.name!r}: jitter_ms={jitter} is not shorter than the {shortest} ms between two "
+                    f"of its slots ({self.cron!r}), so a slot's claim could come after the next slot's and lose "
+                    f"it; set jitter_ms below {shortest} (a quarter, {shortest // 4}, spreads claims safely) "
+                    "or leave it unset for that default",
+                    option="jitter_ms",
+                    value=jitter,
+                )
+            return self
+        fitted = min(jitter, shortest // 4)
+        if fitted == jitter:
+            return self
+        return dataclasses.replace(self, options=dataclasses.replace(self.options, jitter_ms=fitted))
