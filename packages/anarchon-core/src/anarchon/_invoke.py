@@ -8,8 +8,11 @@ undone once it returned, so the run's bookkeeping never sees them.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
+import inspect
 import sys
+import time
 
 from ._active import ActiveRun
 from ._health import error_text
@@ -27,6 +30,8 @@ MAX_THREADS = 64
 class JobInvoker:
     def __init__(self, runlog: RunLog) -> None:
         self._runlog = runlog
+        #: (job, began, ended) of the latest async calls, monotonic: the watchdog's suspects.
+        self.recent: collections.deque[tuple[str, float, float]] = collections.deque(maxlen=256)
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
 
     def shutdown(self) -> None:
@@ -49,22 +54,35 @@ class JobInvoker:
         active.task = task
         active.in_job = True
         timer = None
-        if job.options.timeout_ms:
-            timer = asyncio.get_running_loop().call_later(job.options.timeout_ms / 1000, active.time_out)
+        timeout_ms = job.options.timeout_ms
+        if timeout_ms:
+            timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, active.time_out)
         status: RunStatus
         error: str | None = None
+        began = time.monotonic()
         try:
             await self._call(job, args)
         except asyncio.CancelledError:
             status = RunStatus.CANCELLED
         except asyncio.TimeoutError:
             status = RunStatus.TIMED_OUT
-        except Exception as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
+            # SystemExit and KeyboardInterrupt are contained too: a job that raises them would otherwise
+            # end the process, and every instance that took the run over would die of it in turn.
             self._runlog.failed(ctx, exc)
             status, error = RunStatus.FAILED, error_text(exc)
         else:
             status = RunStatus.SUCCEEDED
+            took_ms = (time.monotonic() - began) * 1000
+            if timeout_ms and took_ms > timeout_ms:
+                # The timer could not fire: the job blocked the event loop (time.sleep in async def).
+                return RunStatus.TIMED_OUT, (
+                    f"TimeoutError: returned after {took_ms:.0f} ms, past timeout_ms={timeout_ms}; "
+                    "it blocked the event loop, so it could not be cancelled in time"
+                )
         finally:
+            if job.is_async:
+                self.recent.append((job.name, began, time.monotonic()))
             active.job_returned()
             if timer is not None:
                 timer.cancel()
@@ -84,4 +102,8 @@ class JobInvoker:
                 max_workers=MAX_THREADS, thread_name_prefix="anarchon-job"
             )
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._threads, lambda: job.func(*args))
+        result = await loop.run_in_executor(self._threads, lambda: job.func(*args))
+        if inspect.isawaitable(result):
+            # A plain function that returns a coroutine (``lambda: fetch()``) means that coroutine:
+            # dropping it would record a success for work that never ran.
+            await result

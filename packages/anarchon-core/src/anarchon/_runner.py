@@ -33,6 +33,8 @@ log = logging.getLogger("anarchon.runs")
 FINISH_BACKOFF_S = 0.2
 #: Tries to write a record on a claim backend, which has no lease to bound them.
 CLAIM_FINISH_TRIES = 5
+#: After the grace and the cancel, how long stop() still waits for runs that ignore cancellation.
+STOP_BOUND_S = 5.0
 
 
 def covering(job: Job, grant: Grant) -> Grant:
@@ -187,6 +189,13 @@ class RunExecutor:
         except Exception as exc:
             self._health.failed("hand_over", exc)
 
+    def cancel_all(self) -> None:
+        """Cancel every job now (a forced stop), as the end of the grace would."""
+        for active in list(self.active.values()):
+            if active.cancel_job():
+                active.cancelled_by_stop = True
+                active.context.lease_lost = True
+
     async def stop(self, grace_ms: int) -> None:
         """Give running jobs ``grace_ms`` to finish, then cancel them, and wait for their bookkeeping."""
         waiters = [asyncio.ensure_future(a.ended.wait()) for a in self.active.values()]
@@ -194,10 +203,23 @@ class RunExecutor:
             _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)
             for waiter in late:
                 waiter.cancel()
-        for active in list(self.active.values()):
-            if active.cancel_job():
-                active.cancelled_by_stop = True
-                active.context.lease_lost = True
-        for active in list(self.active.values()):
-            await active.ended.wait()
+        self.cancel_all()
+        enders = [asyncio.ensure_future(a.ended.wait()) for a in self.active.values()]
+        if enders:
+            _, stuck = await asyncio.wait(enders, timeout=STOP_BOUND_S)
+            for waiter in stuck:
+                waiter.cancel()
+            if stuck:
+                names = sorted({a.job.name for a in self.active.values() if not a.ended.is_set})
+                log.warning(
+                    "stop: %d run(s) ignored cancellation for %.0f s after the grace and are left behind: %s; "
+                    "their records stay running and, on a lease backend, are taken over when the lease expires",
+                    len(stuck),
+                    STOP_BOUND_S,
+                    ", ".join(names),
+                )
         self.invoker.shutdown()
+
+    def runs_in(self, task: asyncio.Task[object] | None) -> bool:
+        """Whether ``task`` is one of this instance's runs (a job calling ``stop()`` from inside)."""
+        return task is not None and any(a.task is task for a in self.active.values())

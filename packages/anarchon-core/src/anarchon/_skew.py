@@ -41,6 +41,8 @@ async def watch_skew(
             remote = await backend.now_ms()
             skew = (sent + clock.now_ms()) // 2 - remote
         except Exception as exc:
+            if stopping():
+                return  # a client that turned the stop's cancellation into an error of its own
             health.failed("now_ms", exc)
         else:
             observers.clock_checked(backend, skew)

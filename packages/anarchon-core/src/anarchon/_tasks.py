@@ -38,8 +38,16 @@ class Tasks:
         call.add_done_callback(self._calls.discard)
         return call
 
-    async def cancel_all(self) -> None:
+    async def cancel_all(self, bound_s: float) -> int:
+        """Cancel every task and wait for them, ``bound_s`` at most; how many ignored the cancel.
+
+        A task left behind (a job that swallows cancellation) stays referenced until it ends.
+        """
         for task in list(self._tasks):
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        if not self._tasks:
+            return 0
+        _, pending = await asyncio.wait(list(self._tasks), timeout=bound_s)
+        for task in pending:
+            task.add_done_callback(ignore_outcome)
+        return len(pending)

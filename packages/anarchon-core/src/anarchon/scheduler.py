@@ -40,6 +40,7 @@ from ._runner import RunExecutor
 from ._skew import watch_skew
 from ._tasks import Tasks
 from ._timer import SlotTimer
+from ._watchdog import watch_loop
 from .backend import Backend, LeaseBackend, Outcome
 from .clock import Clock, SystemClock
 from .context import JobFunc
@@ -58,6 +59,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Tries of ``run_now`` when another instance ran the job in the same millisecond.
 RUN_NOW_TRIES = 5
+#: How long stop() waits for its own tasks (timer, keeper, loops) once cancelled.
+TASKS_BOUND_S = 1.0
 
 
 def _default_instance_id() -> str:
@@ -90,6 +93,7 @@ class Scheduler:
         self._started = False
         self._stopping = False
         self._backend_open = False
+        self._stopper: asyncio.Future[None] | None = None
         self._wire()
 
     def _wire(self) -> None:
@@ -230,6 +234,7 @@ class Scheduler:
         self._tasks.spawn(
             watch_skew(self.backend, self.clock, self._registry, self._health, self._observers, self._is_stopping)
         )
+        self._tasks.spawn(watch_loop(self._runner.active, self._runner.invoker, self._is_stopping))
         log.info("anarchon started: instance %s, %d jobs, backend %r", self.instance_id, len(jobs), self.backend)
         self._observers.scheduler_started()
 
@@ -241,10 +246,18 @@ class Scheduler:
         """
         if not self._started or self._stopping:
             return
+        if self._runner.runs_in(asyncio.current_task()):
+            # A job stopping its own scheduler: waiting here would wait for that very job. Stop in a
+            # task of its own (the job is cancelled after the grace like any other) and return.
+            self._stopper = asyncio.ensure_future(self.stop(grace_ms))
+            await asyncio.sleep(0)
+            return
         self._stopping = True
         self._timer.stop()
         await self._runner.stop(grace_ms)
-        await self._tasks.cancel_all()
+        left = await self._tasks.cancel_all(TASKS_BOUND_S)  # runs that ignore cancellation were waited for above
+        if left:
+            log.warning("stop: %d task(s) did not end within %.0f s of their cancel; left behind", left, TASKS_BOUND_S)
         self._timer.clear()
         if self._keeper is not None:
             self._keeper.clear()
@@ -267,11 +280,19 @@ class Scheduler:
         asyncio.run(self._serve(grace_ms))
 
     async def _serve(self, grace_ms: int) -> None:
+        """Start, wait for SIGINT or SIGTERM, stop with ``grace_ms``; a second signal cancels the runs now."""
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def signalled() -> None:
+            if stop.is_set():
+                log.warning("second signal: cancelling the running jobs now")
+                self._runner.cancel_all()
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, signalled)
         await self.start()
         try:
             await stop.wait()
