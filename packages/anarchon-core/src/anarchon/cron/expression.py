@@ -18,7 +18,6 @@ Quartz expression pasted as it is would silently mean another weekday, so
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
 
 from .fields import DAY, HOUR, MINUTE, MONTH, NUMBERING, SECOND, WEEKDAY, Field, FieldError, parse_field
@@ -51,7 +50,11 @@ class CronNumberingWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Expression:
-    """The parsed fields; ``seconds`` is None for five-field expressions (second 0)."""
+    """The parsed fields; ``seconds`` is None for five-field expressions (second 0).
+
+    ``warning`` is the text of a :class:`CronNumberingWarning` to give whoever
+    uses the expression, or None.
+    """
 
     seconds: Field | None
     minute: Field
@@ -59,6 +62,7 @@ class Expression:
     day: Field
     month: Field
     weekday: Field
+    warning: str | None = None
 
     @property
     def wall_clock(self) -> bool:
@@ -99,13 +103,12 @@ def parse_expression(cron: str) -> Expression:
             parsed.append(parse_field(field_text, spec))
         except FieldError as exc:
             raise invalid(f"the {spec.name} field {field_text!r}: {exc}") from None
+    warning = None
     if len(fields) == 6 and _QUARTZ_WEEKDAY.search(fields[5]):
-        warnings.warn(
+        warning = (
             f"cron expression {cron!r}: in the day-of-week field {fields[5]!r}, {NUMBERING}; "
-            "write the weekday as a name (FRI#3, FRIL) to say which one is meant and silence this warning",
-            CronNumberingWarning,
-            stacklevel=2,
+            "write the weekday as a name (FRI#3, FRIL) to say which one is meant and silence this warning"
         )
     seconds = parsed[0] if len(fields) == 6 else None
     minute, hour, day, month, weekday = parsed[-5:]
-    return Expression(seconds, minute, hour, day, month, weekday)
+    return Expression(seconds, minute, hour, day, month, weekday, warning)

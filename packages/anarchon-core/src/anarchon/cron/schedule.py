@@ -15,9 +15,10 @@ from __future__ import annotations
 import calendar
 import functools
 import time
+import warnings
 from datetime import datetime, timedelta
 
-from .expression import HINT, parse_expression
+from .expression import HINT, CronNumberingWarning, parse_expression
 from .matcher import LAST_WALL, Matcher, NoMatch, Periodic, matcher
 from .timeline import FIXED_OFFSET_ZONES, Timeline, timeline, zone
 
@@ -33,8 +34,8 @@ class _Exhausted(ValueError):
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse(cron: str) -> tuple[Matcher, bool]:
-    """The matcher and the wall_clock flag; cached because every instance of a job asks alike."""
+def _parse(cron: str) -> tuple[Matcher, bool, str | None]:
+    """The matcher, the wall_clock flag and a warning to give; cached, as every job's instances ask alike."""
     expression = parse_expression(cron)
     found = matcher(expression)
     try:
@@ -43,7 +44,7 @@ def _parse(cron: str) -> tuple[Matcher, bool]:
         raise ValueError(
             f"cron expression {cron!r} is invalid: it never matches a date (such as the 30th of February); {HINT}"
         ) from None
-    return found, expression.wall_clock
+    return found, expression.wall_clock, expression.warning
 
 
 class Schedule:
@@ -79,7 +80,9 @@ class Schedule:
         if not isinstance(cron, str):
             kind = type(cron).__name__
             raise ValueError(f"cron expression {cron!r} is invalid: it is a {kind}, not a string; {HINT}")
-        found, wall_clock = _parse(cron)
+        found, wall_clock, warning = _parse(cron)
+        if warning is not None:
+            warnings.warn(warning, CronNumberingWarning, stacklevel=2)
         zone_info = zone(timezone)
         self.cron = cron
         self.timezone = timezone

@@ -59,7 +59,7 @@ class Timeline:
 
     def _scan(self, year: int) -> tuple[int, int, list[int]]:
         start = calendar.timegm((year, 1, 1, 0, 0, 0))
-        end = calendar.timegm((year + 1, 1, 1, 0, 0, 0))
+        end = start + (366 if calendar.isleap(year) else 365) * 86_400  # timegm has no year 10000
         changes: list[int] = []
         before, offset = start, self.offset(start)
         while before < end:
