@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from datetime import datetime, timezone
 
-from anarchon import MemoryBackend, MemoryStore, Run, RunContext, RunStatus, Scheduler, SkewedClock
+from anarchon import Claim, MemoryBackend, MemoryStore, Run, RunContext, RunStatus, Scheduler, SkewedClock
 
 DAY_MS = 86_400_000
 
@@ -23,7 +24,8 @@ async def test_catch_up_of_an_equal_range_counts_one_missed_slot_a_day() -> None
     store = MemoryStore()
     seed = Scheduler(MemoryBackend(store), clock=clock)
     job = seed.add("nightly", cron, lambda: None)
-    (won,) = await seed.backend.claim([seed._claim(job, last_ran)])
+    claim = Claim(job=job, slot_ms=last_ran, instance="seed", token=secrets.token_hex(16), now_ms=last_ran)
+    (won,) = await seed.backend.claim([claim])
     assert won.grant is not None
     await seed.backend.finish(won.grant, Run("nightly", last_ran, RunStatus.SUCCEEDED, "gone"))
 
