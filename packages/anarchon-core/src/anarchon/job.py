@@ -83,7 +83,12 @@ class Job:
         return self.schedule.next_after(after_ms)
 
     def slots(self, after: datetime | None = None, count: int = 10) -> list[datetime]:
-        """The next ``count`` slots strictly after ``after`` (now by default), in UTC."""
+        """The next ``count`` slots strictly after ``after`` (now by default), in UTC.
+
+        Fewer than ``count`` when the schedule reaches the end of the year 9999
+        first (``0 0 29 2 *`` has 1,933 slots left after 2026), where Python's
+        dates end.
+        """
         start = datetime_to_ms(after) if after is not None else None
         return [ms_to_datetime(ms) for ms in self.schedule.slots(start, count)]
 
