@@ -202,6 +202,11 @@ class PostgresBackend(Backend):
         """
         return migration_script(self.schema, self.schema_version or 0)
 
+    @property
+    def needs_migration(self) -> bool:
+        """Whether :meth:`start` would still create or migrate the schema (known once connected)."""
+        return self.schema_version is not None and self.schema_version < SCHEMA_VERSION
+
     def _missing_schema(self) -> None:
         if self._read_only and not self.schema_version:
             raise LookupError(
