@@ -167,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    log.debug("anarchon %s: %s", __version__, args.command)
     try:
         outcome = COMMANDS[args.command](args)
         return int(asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome)

@@ -7,7 +7,8 @@ printed on its own line:
 1. **options**: every job's options against the backend (done when the
    scheduler is loaded; a bad option exits 2 with the fix);
 2. **connect**: the backend opened read-only, within ``--timeout``;
-3. **clock**: on a backend with a clock of its own, this host's skew from it,
+3. **clock**: on a backend with a clock of its own, the scheduler's clock's
+   skew from it (this host's, unless the scheduler was given another),
    which must stay within a quarter of the smallest ``max_late_ms`` (the
    scheduler's own warning threshold);
 4. **schema**: a note when ``start()`` would still create or migrate the
@@ -26,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from ..backend import Backend
+from ..clock import Clock, SystemClock
 from ..options import JobOptions
 from ..scheduler import Scheduler
 from ._common import print_json, reading, resolve
@@ -48,14 +50,14 @@ def _skew_limit_ms(scheduler: Scheduler | None) -> int:
     return min(lates or [JobOptions().max_late_ms]) // 4
 
 
-async def _probe(backend: Backend, limit_ms: int, results: list[Result]) -> None:
+async def _probe(backend: Backend, clock: Clock, limit_ms: int, results: list[Result]) -> None:
     began = time.monotonic()
     async with reading(backend):
         results.append(Result("connect", True, f"{backend!r} answered in {(time.monotonic() - began) * 1000:.0f} ms"))
         if backend.capabilities.server_clock:
-            sent = time.time_ns() // 1_000_000
+            sent = clock.now_ms()
             remote = await backend.now_ms()
-            skew = (sent + time.time_ns() // 1_000_000) // 2 - remote
+            skew = (sent + clock.now_ms()) // 2 - remote
             results.append(
                 Result(
                     "clock",
@@ -90,7 +92,9 @@ async def check(args: argparse.Namespace) -> int:
         )
     if not args.offline:
         try:
-            await asyncio.wait_for(_probe(backend, _skew_limit_ms(scheduler), results), args.timeout)
+            clock = scheduler.clock if scheduler is not None else SystemClock()
+            probe = _probe(backend, clock, _skew_limit_ms(scheduler), results)
+            await asyncio.wait_for(probe, args.timeout)
         except asyncio.TimeoutError:
             results.append(Result("connect", False, f"{backend!r} did not answer within {args.timeout:g} s"))
         except Exception as exc:
