@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from zoneinfo import ZoneInfo
 
 from ..errors import JobNotFoundError
@@ -18,9 +19,13 @@ async def jobs(args: argparse.Namespace) -> int:
     scheduler, backend = resolve(args.target, args.backend)
     assert scheduler is not None
     rows, shown = [], []
+    missing: str | None = None
     async with reading(backend):
         for job in scheduler.jobs.values():
-            last = await backend.last_run(job.name)
+            try:
+                last = None if missing else await backend.last_run(job.name)
+            except LookupError as exc:  # a namespace nothing ran in yet (PostgreSQL: no schema): no last run
+                missing, last = str(exc), None
             slot = scheduler.next_slot(job.name)
             local = slot.astimezone(ZoneInfo(job.timezone))
             status = last.status.value if last else None
@@ -40,6 +45,8 @@ async def jobs(args: argparse.Namespace) -> int:
     else:
         headers = ["name", "cron", "timezone", "next slot (UTC)", "next slot (job's zone)", "last status"]
         print(table(headers, shown))
+    if missing:
+        print(f"anarchon: note: {missing}", file=sys.stderr)
     return 0
 
 
