@@ -11,9 +11,11 @@ password holds an unencoded ``#``, ``/`` or ``?`` is refused, masked whole.
 
 from __future__ import annotations
 
+from urllib.parse import unquote, urlsplit, urlunsplit
+
 from anarchon.urls import UrlOptions, integer, read_query, split_url, text, url_scheme
 
-__all__ = ["URL_OPTIONS", "check_server", "read_nats_url"]
+__all__ = ["URL_OPTIONS", "check_server", "connect_credentials", "read_nats_url"]
 
 SCHEMES = ("nats", "tls")
 
@@ -54,3 +56,29 @@ def read_nats_url(url: str) -> tuple[list[str], UrlOptions]:
     servers = [check_server(s if "://" in s else f"{first}://{s}") for s in servers]
     values, _ = read_query(query, URL_OPTIONS, what="NATS")
     return servers, UrlOptions(url=",".join(servers), values=values)
+
+
+def connect_credentials(servers: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Server URLs for nats-py, and the credentials in them as its ``user``/``password`` or ``token``.
+
+    nats-py sends a URL's user and password as written, never decoding them,
+    so a password holding ``#``, ``/`` or ``?`` (which must be percent-encoded
+    to stay in the URL) would reach the server still encoded. When every
+    server that carries credentials carries the same ones, they are decoded
+    here and passed as options, and taken out of the URLs; servers with
+    different credentials are left to nats-py as they are.
+    """
+    found: set[tuple[str, str | None]] = set()
+    for server in servers:
+        parts = urlsplit(server if "://" in server else f"nats://{server}")
+        if "@" in parts.netloc:
+            name, colon, secret = parts.netloc.rpartition("@")[0].partition(":")
+            found.add((unquote(name), unquote(secret) if colon else None))
+    if len(found) != 1:
+        return servers, {}
+    ((user, password),) = found
+    bare = []
+    for server in servers:
+        parts = urlsplit(server if "://" in server else f"nats://{server}")
+        bare.append(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])))
+    return bare, ({"token": user} if password is None else {"user": user, "password": password})

@@ -41,7 +41,7 @@ from ._names import (
 )
 from ._records import decode_claim, encode_claim, encode_result, join_history
 from ._stream import StreamNeeds, ensure_stream
-from ._url import check_server, read_nats_url
+from ._url import check_server, connect_credentials, read_nats_url
 
 if TYPE_CHECKING:
     from anarchon.job import Job
@@ -190,10 +190,12 @@ class NatsBackend(Backend):
             log.info("NATS connection to %s restored", self._where())
 
         nc = Client()
+        servers, credentials = connect_credentials(self.servers)
         try:
             await asyncio.wait_for(
                 nc.connect(
-                    servers=self.servers,
+                    servers=servers,
+                    **credentials,  # type: ignore[arg-type]
                     name="anarchon",
                     connect_timeout=2,
                     reconnect_time_wait=1,
