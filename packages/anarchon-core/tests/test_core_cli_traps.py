@@ -41,6 +41,17 @@ def stuck():
     time.sleep(3600)
 """
 
+#: A job due every second that announces itself and returns.
+QUICK_APP = """
+from anarchon import Scheduler, MemoryBackend
+
+scheduler = Scheduler(MemoryBackend(), instance_id="quick")
+
+@scheduler.job("* * * * * *", jitter_ms=0)
+def tick():
+    print("job started", flush=True)
+"""
+
 READ_COMMANDS = ("jobs", "history", "run-now", "check", "backends")
 
 
@@ -48,6 +59,7 @@ READ_COMMANDS = ("jobs", "history", "run-now", "check", "backends")
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     (tmp_path / "trapapp.py").write_text(textwrap.dedent(APP))
     (tmp_path / "slowapp.py").write_text(textwrap.dedent(SLOW_APP))
+    (tmp_path / "quickapp.py").write_text(textwrap.dedent(QUICK_APP))
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("trapapp", None)
@@ -161,10 +173,10 @@ def test_verbose_works_before_and_after_the_command(app: str, tmp_path: Path, wh
     assert quiet.returncode == 0 and "DEBUG" not in quiet.stderr
 
 
-def _start_slow(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
+def _start_run(tmp_path: Path, target: str, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": "."}
     return subprocess.Popen(
-        [sys.executable, "-m", "anarchon", "run", "slowapp:scheduler", *extra],
+        [sys.executable, "-m", "anarchon", "run", target, *extra],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -175,7 +187,7 @@ def _start_slow(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
 
 @pytest.mark.timeout(120)
 def test_a_second_ctrl_c_forces_the_stop(app: str, tmp_path: Path) -> None:
-    proc = _start_slow(tmp_path, "--grace-ms", "3600000")
+    proc = _start_run(tmp_path, "slowapp:scheduler", "--grace-ms", "3600000")
     try:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline().strip() == "job started"
@@ -187,6 +199,21 @@ def test_a_second_ctrl_c_forces_the_stop(app: str, tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 128 + signal.SIGINT
         assert "SIGINT again: forcing the stop" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.timeout(120)
+def test_one_sigterm_stops_gracefully(app: str, tmp_path: Path) -> None:
+    proc = _start_run(tmp_path, "quickapp:scheduler")
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().strip() == "job started"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        err = proc.stderr.read()
+        assert "SIGTERM: stopping" in err and "anarchon stopped" in err and "forcing" not in err
     finally:
         proc.kill()
         proc.wait()
