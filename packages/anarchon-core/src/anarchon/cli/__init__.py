@@ -22,12 +22,12 @@ from .. import __version__
 from ..errors import AnarchonError, BackendUnavailableError
 from ..scheduler import BACKEND_ENV
 from ._check import check
-from ._common import UsageError, load_scheduler, table
+from ._common import RUN_HEADERS, UsageError, load_scheduler, run_rows, table
 from ._migrate import migrate
 from ._read import backends, history, jobs
 from ._run import run, run_now
 
-__all__ = ["UsageError", "load_scheduler", "main", "table"]
+__all__ = ["RUN_HEADERS", "UsageError", "load_scheduler", "main", "run_rows", "table"]
 
 log = logging.getLogger("anarchon.cli")
 
