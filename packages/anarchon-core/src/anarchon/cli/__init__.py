@@ -20,9 +20,8 @@ from typing import Any
 
 from .. import __version__
 from ..errors import AnarchonError, BackendUnavailableError
-from ..scheduler import BACKEND_ENV
 from ._check import check
-from ._common import RUN_HEADERS, UsageError, load_scheduler, run_rows, table
+from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
 from ._migrate import migrate
 from ._read import backends, history, jobs
 from ._run import run, run_now

@@ -22,9 +22,13 @@ from ..backend import Backend
 from ..errors import AnarchonError
 from ..plugins import PluginManager
 from ..run import Run
-from ..scheduler import BACKEND_ENV, Scheduler
+from ..scheduler import Scheduler
 
-__all__ = ["UsageError", "load_scheduler", "reading", "resolve", "table", "utc"]
+__all__ = ["BACKEND_ENV", "UsageError", "load_scheduler", "reading", "resolve", "table", "utc"]
+
+#: The variable ``Scheduler(backend=None)`` reads; named here too, since the core's own constant
+#: moves between modules while the scheduler is split up (issue 14).
+BACKEND_ENV = "ANARCHON_BACKEND"
 
 
 class UsageError(AnarchonError):
