@@ -4,6 +4,7 @@
 # "faults" step runs the fault judge's tests, the fault regression test and the
 # short fault scenario on each backend (about 30 s each; make chaos is the
 # full one). Extra arguments go to every pytest run (e.g. -m "not slow").
+# ANARCHON_STEPS=core,redis picks steps; an unknown name exits 2, listing them.
 # Exits non-zero when any step fails.
 set -u
 cd "$(dirname "$0")/.."
@@ -20,9 +21,22 @@ STEPS=(
   "release:tests/release"
 )
 if [ -n "${ANARCHON_STEPS:-}" ]; then
+  # A misspelt step would otherwise run nothing and end in "0 passed, 0 failed".
+  names=$(printf '%s, ' "${STEPS[@]%%:*}"); names=${names%, }
+  IFS=, read -ra wanted <<< "${ANARCHON_STEPS// /}"
+  [ ${#wanted[@]} -gt 0 ] || { echo "test-matrix: ANARCHON_STEPS names no step; the steps are: $names" >&2; exit 2; }
+  for want in "${wanted[@]}"; do
+    case ", $names," in
+      *", $want,"*) ;;
+      *)
+        echo "test-matrix: unknown step '$want' in ANARCHON_STEPS; the steps are: $names" >&2
+        [ "$want" = chaos ] && echo "test-matrix: the fault suite's step is 'faults' ('make chaos' runs the full scenario)" >&2
+        exit 2;;
+    esac
+  done
   selected=()
   for step in "${STEPS[@]}"; do
-    case ",$ANARCHON_STEPS," in *",${step%%:*},"*) selected+=("$step");; esac
+    case ",${ANARCHON_STEPS// /}," in *",${step%%:*},"*) selected+=("$step");; esac
   done
   STEPS=("${selected[@]}")
 fi

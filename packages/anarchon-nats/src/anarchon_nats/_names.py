@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 from anarchon.options import check_job_name
 from anarchon.urls import redact_url
@@ -91,16 +90,8 @@ def covers(pattern: str, subject: str) -> bool:
 
 
 def redact_server(url: str) -> str:
-    """A server URL fit for logs: password and bare tokens (``nats://TOKEN@host``) masked."""
-    redacted = redact_url(url)
-    try:
-        parts = urlsplit(redacted)
-    except ValueError:
-        return "<unparseable url>"
-    userinfo, at, host = parts.netloc.rpartition("@")
-    if at and ":" not in userinfo:
-        return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
-    return redacted
+    """A server URL fit for logs: password and bare tokens (``nats://TOKEN@host``) masked, a malformed one whole."""
+    return redact_url(url if "://" in url else f"nats://{url}")
 
 
 def redact_servers(servers: Sequence[str]) -> list[str]:

@@ -17,8 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import parse_qsl, urlsplit
+from typing import TYPE_CHECKING, ClassVar
 
 import nats
 from nats.aio.client import Client
@@ -42,6 +41,7 @@ from ._names import (
 )
 from ._records import decode_claim, encode_claim, encode_result, join_history
 from ._stream import StreamNeeds, ensure_stream
+from ._url import check_server, connect_credentials, read_nats_url
 
 if TYPE_CHECKING:
     from anarchon.job import Job
@@ -76,7 +76,9 @@ def _is_refusal(exc: BaseException) -> bool:
 class NatsBackend(Backend):
     """A claim backend on NATS JetStream (``nats://``, ``tls://``).
 
-    ``servers`` is one URL or a list; ``connection`` is your own connected
+    ``servers`` is one URL or a list (one string may hold several servers
+    separated by commas, and the options in its query, as :meth:`from_url`
+    reads it); ``connection`` is your own connected
     ``nats.aio.client.Client``, which then stays yours (the backend never
     closes or drains it, and ``servers`` is ignored). See the package README
     for the stream it creates and the limits to know.
@@ -98,10 +100,19 @@ class NatsBackend(Backend):
         history_size: int = 1000,
         replicas: int | None = None,
     ) -> None:
-        server_list = [servers] if isinstance(servers, str) else list(servers)
-        if not server_list or not all(isinstance(s, str) and s for s in server_list):
+        if isinstance(servers, str):
+            server_list, found = read_nats_url(servers)
+            stream = found.pick("stream", stream, "CRON")
+            prefix = found.pick("prefix", prefix, "cron.")
+            duplicate_window_ms = found.pick("duplicate_window_ms", duplicate_window_ms, 300_000)
+            history_size = found.pick("history_size", history_size, 1000)
+            replicas = found.pick("replicas", replicas, None)
+        elif isinstance(servers, Sequence) and servers and all(isinstance(s, str) and s for s in servers):
+            server_list = [check_server(s) for s in servers]
+        else:
             raise ValueError(
-                f"servers must be one URL or a list of URLs such as 'nats://nats.internal:4222'; got {servers!r}"
+                "servers must be one URL or a non-empty list of URLs such as 'nats://nats.internal:4222'; "
+                f"got a {type(servers).__name__}"
             )
         self.servers: list[str] = server_list
         self.connection = connection
@@ -124,29 +135,10 @@ class NatsBackend(Backend):
         """``nats://[user:pass@]host:4222[,nats://host2:4222][?stream=…&prefix=…&…]``.
 
         Several servers are separated by commas. The query may set ``stream``,
-        ``prefix``, ``duplicate_window_ms``, ``history_size`` and ``replicas``.
+        ``prefix``, ``duplicate_window_ms``, ``history_size`` and ``replicas``
+        (see :mod:`._url`).
         """
-        base, _, query = url.partition("?")
-        servers = [s.strip() for s in base.split(",") if s.strip()]
-        first_scheme = urlsplit(servers[0]).scheme if servers else ""
-        if first_scheme not in cls.url_schemes:
-            raise ValueError(f"not a NATS URL: use nats://host:4222 or tls://host:4222, got scheme {first_scheme!r}")
-        servers = [s if "://" in s else f"{first_scheme}://{s}" for s in servers]
-        options: dict[str, Any] = {}
-        for key, value in parse_qsl(query, keep_blank_values=True):
-            if key in ("stream", "prefix"):
-                options[key] = value
-            elif key in ("duplicate_window_ms", "history_size", "replicas"):
-                try:
-                    options[key] = int(value)
-                except ValueError:
-                    raise ValueError(f"{key}={value!r} in the NATS URL must be an integer") from None
-            else:
-                raise ValueError(
-                    f"unknown option {key!r} in the NATS URL; the options are stream, prefix, "
-                    "duplicate_window_ms, history_size and replicas"
-                )
-        return cls(servers=servers, **options)
+        return cls(servers=url)
 
     def __repr__(self) -> str:
         where = "connection=<caller's NATS client>" if self.connection is not None else f"servers={self._where()}"
@@ -198,10 +190,12 @@ class NatsBackend(Backend):
             log.info("NATS connection to %s restored", self._where())
 
         nc = Client()
+        servers, credentials = connect_credentials(self.servers)
         try:
             await asyncio.wait_for(
                 nc.connect(
-                    servers=self.servers,
+                    servers=servers,
+                    **credentials,  # type: ignore[arg-type]
                     name="anarchon",
                     connect_timeout=2,
                     reconnect_time_wait=1,

@@ -14,7 +14,15 @@ import re
 
 import asyncpg  # type: ignore[import-untyped]
 
-__all__ = ["SCHEMA_VERSION", "check_schema_name", "ensure_schema", "quote_schema"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "check_schema_name",
+    "ensure_schema",
+    "installed_version",
+    "migration_script",
+    "migration_steps",
+    "quote_schema",
+]
 
 log = logging.getLogger("anarchon.postgres")
 
@@ -427,13 +435,52 @@ async def ensure_schema(conn: asyncpg.Connection, schema: str) -> bool:
         current = await _version(conn, schema, quoted)
         if current >= SCHEMA_VERSION:
             return False
-        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
-        await conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {quoted}.schema_version ("
-            "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for version in range(current + 1, SCHEMA_VERSION + 1):
-            await conn.execute(_MIGRATIONS[version - 1](quoted))
-            await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES ($1)", version)
-            log.info("anarchon-postgres: schema %s migrated to version %d", schema, version)
+        for version, statement in migration_steps(quoted, current):
+            await conn.execute(statement)
+            if version:
+                log.info("anarchon-postgres: schema %s migrated to version %d", schema, version)
     return True
+
+
+def migration_steps(quoted: str, current: int) -> list[tuple[int, str]]:
+    """The statements that bring a schema from version ``current`` to :data:`SCHEMA_VERSION`, in order.
+
+    Each comes with the version it completes (0 for the set-up before the
+    first). :func:`ensure_schema` runs them under its advisory lock;
+    :func:`migration_script` prints them for a DBA, so both are one list.
+    """
+    steps = [
+        (0, f"CREATE SCHEMA IF NOT EXISTS {quoted}"),
+        (
+            0,
+            f"CREATE TABLE IF NOT EXISTS {quoted}.schema_version ("
+            "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+        ),
+    ]
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        steps.append((0, _MIGRATIONS[version - 1](quoted).strip()))
+        steps.append((version, f"INSERT INTO {quoted}.schema_version (version) VALUES ({int(version)})"))
+    return steps
+
+
+async def installed_version(conn: asyncpg.Connection, schema: str) -> int:
+    """The schema's version as found, 0 when it has no anarchon tables; reads only."""
+    return await _version(conn, schema, quote_schema(schema))
+
+
+def migration_script(schema: str, current: int) -> str:
+    """A psql script applying what :func:`ensure_schema` would, for a DBA to read and run.
+
+    One transaction under the same advisory lock as :meth:`PostgresBackend.start`,
+    so it is safe while instances start.
+    """
+    quoted = quote_schema(schema)
+    if current >= SCHEMA_VERSION:
+        return f"-- schema {schema} is at version {current}; this release needs {SCHEMA_VERSION}: nothing to apply\n"
+    body = ";\n\n".join(statement.rstrip().rstrip(";") for _, statement in migration_steps(quoted, current))
+    return (
+        f"-- anarchon-postgres: schema {schema} from version {current} to {SCHEMA_VERSION}\n"
+        "BEGIN;\n"
+        f"SELECT pg_advisory_xact_lock({_LOCK_CLASS}, hashtext('{schema}'));\n\n"
+        f"{body};\n\nCOMMIT;\n"
+    )

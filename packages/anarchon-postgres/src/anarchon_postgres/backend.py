@@ -6,17 +6,24 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import asyncpg  # type: ignore[import-untyped]
 
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.errors import BackendUnavailableError
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
-from anarchon.urls import redact_url
 
-from ._schema import check_schema_name, ensure_schema, quote_schema
+from ._schema import (
+    SCHEMA_VERSION,
+    check_schema_name,
+    ensure_schema,
+    installed_version,
+    migration_script,
+    quote_schema,
+)
 from ._statements import Statements
+from ._url import read_postgres_url, redact_dsn
 
 if TYPE_CHECKING:
     from anarchon.job import Job
@@ -88,7 +95,13 @@ class PostgresBackend(LeaseBackend):
     round trip; lease expiry is judged on the server's clock. ``pool`` is the
     caller's and is never closed; without it the backend opens its own small
     pool from ``dsn``. Tables live in ``schema`` and are created by
-    :meth:`start` when missing.
+    :meth:`start` when missing; :meth:`start_read_only` connects without
+    creating anything, and :meth:`migration_sql` prints what :meth:`start`
+    would apply, for a DBA.
+
+    The URL's query may set ``schema`` and ``timeout_ms``
+    (``postgresql://db/app?schema=billing``); an argument left at its default
+    gives way to the URL, one that contradicts it is refused.
     """
 
     name: ClassVar[str] = "postgres"
@@ -105,30 +118,32 @@ class PostgresBackend(LeaseBackend):
         *,
         timeout_ms: int = 5_000,
     ) -> None:
+        found = read_postgres_url(dsn)
+        schema = found.pick("schema", schema, "anarchon")
+        timeout_ms = found.pick("timeout_ms", timeout_ms, 5_000)
         self.schema = check_schema_name(schema)
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
             raise ValueError(f"timeout_ms={timeout_ms!r} must be a positive integer (milliseconds), e.g. 5000")
-        if not isinstance(dsn, str):
-            raise TypeError(f"dsn must be a string such as 'postgresql://localhost/postgres', got {type(dsn)}")
+        dsn = found.url
         self._dsn = dsn
         self._timeout = timeout_ms / 1000
         self._own_pool = pool is None
         self._pool: asyncpg.Pool | None = pool
         self._sql = Statements.for_schema(quote_schema(schema))
+        self._read_only = False
+        #: The schema's version as start() or start_read_only() found it (None before either).
+        self.schema_version: int | None = None
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
-        """``postgresql://user@host/db?schema=name``; other parameters go to asyncpg."""
-        parts = urlsplit(url)
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        schema = next((v for k, v in query if k == "schema"), "anarchon")
-        rest = urlencode([(k, v) for k, v in query if k != "schema"])
-        return cls(dsn=urlunsplit(parts._replace(query=rest)), schema=schema)
+        """``postgresql://user@host/db?schema=billing&timeout_ms=5000``; asyncpg's connection keys
+        (``sslmode``, ``application_name``…) stay in the DSN, any other key is refused (see :mod:`._url`)."""
+        return cls(dsn=url)
 
     @property
     def dsn(self) -> str:
         """The DSN with its password masked; the real one is never shown."""
-        return redact_url(self._dsn)
+        return redact_dsn(self._dsn)
 
     def __repr__(self) -> str:
         if self._own_pool:
@@ -143,6 +158,7 @@ class PostgresBackend(LeaseBackend):
         try:
             async with self._pool.acquire(timeout=self._timeout) as conn:
                 await ensure_schema(conn, self.schema)
+            self._read_only, self.schema_version = False, SCHEMA_VERSION
         except asyncpg.InsufficientPrivilegeError as exc:
             await self._drop_own_pool()
             raise PermissionError(
@@ -155,6 +171,48 @@ class PostgresBackend(LeaseBackend):
                 f"PostgreSQL at {self._where()} failed while preparing schema {self.schema!r}: "
                 f"{type(exc).__name__}: {exc}; check that the server is up and try again"
             ) from exc
+
+    async def start_read_only(self) -> None:
+        """Connect without creating or migrating anything: for ``anarchon history``, ``jobs``, ``check``.
+
+        Read-only commands use this in place of :meth:`start`, so looking at a
+        fleet never writes to the database (a DBA may own the schema: see
+        :meth:`migration_sql`). The schema's version is read into
+        :attr:`schema_version`; :meth:`history` of a schema that does not
+        exist raises ``LookupError`` naming it, rather than answering "no
+        runs" for a namespace nobody uses.
+        """
+        if self._pool is None:
+            self._pool = await self._open_pool()
+        self._read_only = True
+        try:
+            async with self._pool.acquire(timeout=self._timeout) as conn:
+                self.schema_version = await installed_version(conn, self.schema)
+        except _UNREACHABLE as exc:
+            await self._drop_own_pool()
+            raise BackendUnavailableError(
+                f"PostgreSQL at {self._where()} failed while reading schema {self.schema!r}: "
+                f"{type(exc).__name__}: {exc}; check that the server is up and try again"
+            ) from exc
+
+    def migration_sql(self) -> str:
+        """The SQL :meth:`start` would run on this schema, as one psql script (``anarchon migrate --sql``).
+
+        From the version :meth:`start_read_only` found (from nothing before it).
+        """
+        return migration_script(self.schema, self.schema_version or 0)
+
+    @property
+    def needs_migration(self) -> bool:
+        """Whether :meth:`start` would still create or migrate the schema (known once connected)."""
+        return self.schema_version is not None and self.schema_version < SCHEMA_VERSION
+
+    def _missing_schema(self) -> None:
+        if self._read_only and not self.schema_version:
+            raise LookupError(
+                f"schema {self.schema!r} at {self._where()} has no anarchon tables: nothing ran under it; "
+                "check the schema (?schema=… in the URL), or create it with `anarchon migrate --backend URL`"
+            )
 
     async def _open_pool(self) -> asyncpg.Pool:
         settings = {}
@@ -313,6 +371,7 @@ class PostgresBackend(LeaseBackend):
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit={limit!r} must be an integer >= 0")
+        self._missing_schema()
 
         async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
             rows: list[asyncpg.Record] = await conn.fetch(self._sql.history, job, limit, timeout=self._timeout)

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aio_pika
 import aio_pika.abc
@@ -25,13 +25,13 @@ from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, O
 from anarchon.errors import BackendUnavailableError, InvalidJobError
 from anarchon.options import JobOptions, check_job_name
 from anarchon.run import Run
-from anarchon.urls import redact_url
 
 from ._channels import ChannelPool
 from ._gate import claim_gate
 from ._history import encode_record, fold, read_stream, stream_arguments
 from ._link import Link
 from ._names import check_prefix, check_slot_ttl_ms, gate_arguments, gate_queue, history_queue
+from ._url import read_amqp_url, redact_amqp
 
 if TYPE_CHECKING:
     from anarchon.job import Job
@@ -99,6 +99,11 @@ class RabbitMQBackend(Backend):
 
     A ``connection`` passed in stays yours: the backend opens channels on it
     and never closes it.
+
+    The URL's query may set the seed's options, ``prefix`` and
+    ``slot_ttl_ms`` (``amqp://rabbit/?prefix=billing.cron.``); an argument
+    left at its default gives way to the URL, one that contradicts it is
+    refused. Other keys must be ones aio-pika reads, or are refused.
     """
 
     name: ClassVar[str] = "rabbitmq"
@@ -114,17 +119,15 @@ class RabbitMQBackend(Backend):
         prefix: str = "cron.",
         slot_ttl_ms: int = 300_000,
     ) -> None:
-        if not isinstance(url, str) or (connection is None and urlsplit(url).scheme.lower() not in self.url_schemes):
-            raise ValueError(
-                f"url={redact_url(url) if isinstance(url, str) else url!r} must be an AMQP URL such as "
-                "'amqp://user:password@rabbit.internal/' or 'amqps://rabbit.internal/'"
-            )
+        found = read_amqp_url(url)
+        prefix = found.pick("prefix", prefix, "cron.")
+        slot_ttl_ms = found.pick("slot_ttl_ms", slot_ttl_ms, 300_000)
         if connection is not None and not isinstance(connection, aio_pika.abc.AbstractConnection):
             raise TypeError(
                 f"connection={connection!r} must be an aio-pika connection (aio_pika.connect_robust(...)), "
                 "or None to let the backend connect to url"
             )
-        self.url = url
+        self.url = found.url
         self.prefix = check_prefix(prefix)
         self.slot_ttl_ms = check_slot_ttl_ms(slot_ttl_ms)
         self._given = connection
@@ -142,7 +145,7 @@ class RabbitMQBackend(Backend):
         return cls(url=url)
 
     def __repr__(self) -> str:
-        where = "connection=<caller's connection>" if self._given is not None else f"url={redact_url(self.url)!r}"
+        where = "connection=<caller's connection>" if self._given is not None else f"url={redact_amqp(self.url)!r}"
         return f"RabbitMQBackend({where}, prefix={self.prefix!r}, slot_ttl_ms={self.slot_ttl_ms})"
 
     # -- lifecycle -----------------------------------------------------------
@@ -153,7 +156,7 @@ class RabbitMQBackend(Backend):
             version = _broker_version(connection)
             if _older_than_supported(version):
                 await self.close()
-                where = "behind the given connection" if self._given is not None else f"at {redact_url(self.url)}"
+                where = "behind the given connection" if self._given is not None else f"at {redact_amqp(self.url)}"
                 raise BackendUnavailableError(
                     f"RabbitMQ {where} is version {version}, but RabbitMQBackend needs RabbitMQ 3.9 or newer: "
                     "each job's history is a stream queue, and streams arrived in 3.9; upgrade the broker to 3.9 "
@@ -175,14 +178,16 @@ class RabbitMQBackend(Backend):
             )
         except Exception as exc:
             raise BackendUnavailableError(
-                f"cannot connect to RabbitMQ at {redact_url(self.url)}: {self._scrub(exc)}; check that the "
+                f"cannot connect to RabbitMQ at {redact_amqp(self.url)}: {self._scrub(exc)}; check that the "
                 "broker runs and the URL, user and password are right"
             ) from None
 
     def _scrub(self, exc: BaseException) -> str:
         text = f"{type(exc).__name__}: {exc}"
         password = urlsplit(self.url).password
-        return text.replace(password, "***") if password else text
+        for form in {password, unquote(password)} if password else ():
+            text = text.replace(form, "***")
+        return text
 
     # -- jobs ----------------------------------------------------------------
 

@@ -27,7 +27,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar, Union
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -43,6 +42,7 @@ from . import _scripts as S
 from ._batch import Batcher
 from ._keys import Keyspace, check_prefix, run_id
 from ._records import final_record, grant_of, run_of, text
+from ._url import read_redis_url
 
 __all__ = ["RedisBackend"]
 
@@ -50,27 +50,6 @@ log = logging.getLogger("anarchon.redis")
 
 Client = Union["Redis", "RedisCluster"]
 Call = tuple[S.Script, list[str], list[Any]]
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
-
-
-def _split_cluster_flag(url: str) -> tuple[str, bool | None]:
-    """Take ``cluster=…`` out of the query: redis-py would pass it on to the connection."""
-    parts = urlsplit(url)
-    flag: bool | None = None
-    kept = []
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key != "cluster":
-            kept.append((key, value))
-        elif value.lower() in _TRUE:
-            flag = True
-        elif value.lower() in _FALSE:
-            flag = False
-        else:
-            raise ValueError(f"cluster={value!r} in the Redis URL must be true or false")
-    return urlunsplit(parts._replace(query=urlencode(kept))), flag
-
 
 _LOST = ClaimResult(Outcome.LOST)
 #: A claim's numbers as the claim script unpacks them (``struct.unpack('<ddddddddd', …)``).
@@ -118,6 +97,11 @@ class RedisBackend(LeaseBackend):
     when the URL carries ``?cluster=true``, or when the client is a
     ``RedisCluster``. Every key starts with ``prefix``; instances that should
     share jobs use the same prefix.
+
+    The URL's query may set ``prefix``, ``cluster``, ``sweep_ms`` and
+    ``connect_timeout_ms`` too (``redis://cache:6379/0?prefix=billing:``); an
+    argument left at its default gives way to the URL, one that contradicts
+    it is refused. Other keys must be ones redis-py reads, or are refused.
     """
 
     name: ClassVar[str] = "redis"
@@ -136,14 +120,13 @@ class RedisBackend(LeaseBackend):
         sweep_ms: int = 60_000,
         connect_timeout_ms: int = 5_000,
     ) -> None:
+        found = read_redis_url(url)
+        prefix = found.pick("prefix", prefix, "cron:")
+        cluster = found.pick("cluster", cluster, None)
+        sweep_ms = found.pick("sweep_ms", sweep_ms, 60_000)
+        connect_timeout_ms = found.pick("connect_timeout_ms", connect_timeout_ms, 5_000)
         self._keys = Keyspace(check_prefix(prefix))
-        scheme = urlsplit(url).scheme.lower() if isinstance(url, str) else ""
-        if scheme not in self.url_schemes:
-            raise ValueError(
-                f"RedisBackend needs a redis:// or rediss:// URL, got {redact_url(str(url))!r}; "
-                "for example 'redis://localhost:6379/0'"
-            )
-        self._url, url_cluster = _split_cluster_flag(url)
+        self._url = found.url
         if client is not None and not isinstance(client, (Redis, RedisCluster)):
             raise TypeError(
                 f"client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster, "
@@ -151,7 +134,7 @@ class RedisBackend(LeaseBackend):
             )
         client_cluster = isinstance(client, RedisCluster) if client is not None else None
         if cluster is None:
-            cluster = client_cluster if client_cluster is not None else bool(url_cluster)
+            cluster = bool(client_cluster)
         elif client_cluster is not None and cluster != client_cluster:
             raise ValueError(
                 f"cluster={cluster} contradicts the client passed in ({type(client).__name__}); "
@@ -172,6 +155,8 @@ class RedisBackend(LeaseBackend):
 
     @classmethod
     def from_url(cls, url: str) -> RedisBackend:
+        """``redis://host:6379/0?prefix=billing:``: the query may set ``prefix``, ``cluster``,
+        ``sweep_ms`` and ``connect_timeout_ms``, and the keys redis-py reads (see :mod:`._url`)."""
         return cls(url=url)
 
     def __repr__(self) -> str:

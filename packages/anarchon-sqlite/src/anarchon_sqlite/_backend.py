@@ -9,12 +9,13 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiosqlite
 
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend
 from anarchon.run import Run
+from anarchon.urls import integer, read_url_options
 
 from . import _store
 from ._errors import DatabaseFileError
@@ -29,6 +30,9 @@ __all__ = ["SQLiteBackend"]
 T = TypeVar("T")
 
 _URL_FORMS = "sqlite:///relative/path.sqlite3 or sqlite:////absolute/path.sqlite3"
+
+#: The options a URL's query may set, each with the conversion of its text (``__init__`` checks them).
+_URL_OPTIONS = {"busy_timeout_ms": integer, "synchronous": str.lower}
 
 
 async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -113,15 +117,8 @@ class SQLiteBackend(LeaseBackend):
         path = unquote(parts.path[1:])
         if not path:
             raise ValueError(f"{url!r} names no file; use {_URL_FORMS}")
-        options: dict[str, str] = {}
-        for key, value in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query)):
-            if key not in ("busy_timeout_ms", "synchronous"):
-                raise ValueError(f"{url!r}: unknown option {key!r}; the options are busy_timeout_ms and synchronous")
-            options[key] = value
-        busy = options.get("busy_timeout_ms", "5000")
-        if not busy.isdigit():
-            raise ValueError(f"{url!r}: busy_timeout_ms={busy!r} must be an integer >= 0, for example 5000")
-        return cls(path, busy_timeout_ms=int(busy), synchronous=options.get("synchronous", "normal").lower())
+        found = read_url_options(url, _URL_OPTIONS, what="SQLite")
+        return cls(path, **found.values)  # type: ignore[arg-type]  # converted here, checked by __init__
 
     def __repr__(self) -> str:
         return f"SQLiteBackend(path={self.path!r}, synchronous={self.synchronous!r})"

@@ -1,0 +1,179 @@
+"""The ``anarchon`` command: run, inspect and check a scheduler from a shell (also ``python -m anarchon``).
+
+One module per kind of command: :mod:`._read` (``jobs``, ``history``,
+``backends``), :mod:`._check` (the readiness gate), :mod:`._run` (``run``,
+``run-now``), :mod:`._migrate`. Built on :mod:`argparse`, so the core needs no
+dependency for it; every read command takes ``--json`` for scripts.
+
+Exit status: 0 done, 1 a check, a run or the backend failed (the reason is
+printed), 2 a command line, an option or a job name that cannot work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import __version__
+from ..errors import AnarchonError, BackendUnavailableError
+from ._check import check
+from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
+from ._migrate import migrate
+from ._read import backends, history, jobs
+from ._run import run, run_now
+
+__all__ = ["RUN_HEADERS", "UsageError", "load_scheduler", "main", "run_rows", "table"]
+
+log = logging.getLogger("anarchon.cli")
+
+TARGET_HELP = "the Scheduler, as module:attr (e.g. myapp.tasks:scheduler), or a function returning one"
+BACKEND_HELP = (
+    "use this backend URL instead of the scheduler's own, with its namespace in the query "
+    "(redis://host:6379/0?prefix=billing:, postgresql://db/app?schema=billing, amqp://rabbit/?prefix=billing., "
+    f"nats://host:4222?stream=BILLING&prefix=billing.); without module:attr, {BACKEND_ENV} is the default"
+)
+JSON_HELP = "print JSON instead of a table, for scripts"
+
+
+def _parser() -> argparse.ArgumentParser:
+    # -v is accepted before and after the command: the command's copy leaves the value alone when absent.
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at DEBUG level to stderr"
+    )
+    parser = argparse.ArgumentParser(
+        prog="anarchon",
+        description="Distributed cron: exactly one instance runs each slot.",
+        parents=[verbose],
+        epilog="exit status: 0 done, 1 a check, run or backend failed, 2 a command line or option that cannot work",
+    )
+    parser.add_argument("--version", action="version", version=f"anarchon {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    def command(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=description or help, parents=[verbose])
+
+    def backend_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--backend", metavar="URL", help=BACKEND_HELP)
+
+    def json_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    p = command("run", "run the scheduler as one instance of the fleet until SIGINT or SIGTERM")
+    p.add_argument("target", metavar="module:attr", help=TARGET_HELP)
+    backend_option(p)
+    p.add_argument(
+        "--grace-ms",
+        type=_positive_int,
+        default=10_000,
+        metavar="MS",
+        help="on the first SIGINT/SIGTERM, how long running jobs get to finish before they are cancelled and "
+        "handed over (default 10000); a second signal exits at once",
+    )
+
+    p = command("jobs", "list jobs: name, cron, timezone, next slot in UTC and in the job's zone, last status")
+    p.add_argument("target", metavar="module:attr", help=TARGET_HELP)
+    backend_option(p)
+    json_option(p)
+
+    p = command(
+        "history",
+        "show a job's runs, newest first",
+        "Show a job's runs, newest first. With module:attr the job must be one of the scheduler's; with only "
+        f"--backend URL (or {BACKEND_ENV}) any job name is read, e.g. one removed from the code.",
+    )
+    p.add_argument("target", metavar="module:attr", nargs="?", help=TARGET_HELP + " (optional with --backend)")
+    p.add_argument("job", metavar="JOB", help="the job's name")
+    backend_option(p)
+    p.add_argument("--limit", type=_positive_int, default=20, metavar="N", help="show the newest N runs (default 20)")
+    json_option(p)
+
+    p = command(
+        "run-now",
+        "run a job once now, in this process",
+        "Run a job once now, in this process, through the backend (recorded as manual) and print the run. "
+        "This process is the instance that runs it: the running fleet is not asked to. Exits 1 when the run "
+        "did not succeed.",
+    )
+    p.add_argument("target", metavar="module:attr", help=TARGET_HELP)
+    p.add_argument("job", metavar="JOB", help="the job's name")
+    backend_option(p)
+    json_option(p)
+
+    p = command(
+        "check",
+        "readiness gate: check the options, connect, check the clock skew",
+        "Check every job's options against the backend, connect to it (read-only) and check this host's "
+        "clock skew against it. Exits 1 with the reason when a check fails, so it can serve as a Kubernetes "
+        "readiness probe or a deploy gate.",
+    )
+    p.add_argument("target", metavar="module:attr", nargs="?", help=TARGET_HELP + " (optional with --backend)")
+    backend_option(p)
+    p.add_argument("--offline", action="store_true", help="check the options only, without connecting")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="fail when the backend has not answered within this (default 10)",
+    )
+    json_option(p)
+
+    p = command(
+        "migrate",
+        "create or upgrade the backend's schema (PostgreSQL), or print its SQL",
+        "Create or upgrade the backend's schema to this release's version ahead of a deploy, or with --sql "
+        "print the SQL for a DBA without changing anything. Backends without a schema have nothing to do.",
+    )
+    p.add_argument("target", metavar="module:attr", nargs="?", help=TARGET_HELP + " (optional with --backend)")
+    backend_option(p)
+    p.add_argument("--sql", action="store_true", help="print the SQL that would be applied; change nothing")
+
+    p = command("backends", "list installed backends: schemes, kind (lease or claim), capabilities")
+    json_option(p)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
+    "run": run,
+    "jobs": jobs,
+    "history": history,
+    "run-now": run_now,
+    "check": check,
+    "migrate": migrate,
+    "backends": backends,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    log.debug("anarchon %s: %s", __version__, args.command)
+    try:
+        outcome = COMMANDS[args.command](args)
+        return int(asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome)
+    except KeyboardInterrupt:
+        return 130
+    except (AnarchonError, ValueError, TypeError, LookupError, OSError) as exc:
+        log.debug("the command failed", exc_info=True)  # -v shows where
+        print(f"anarchon: error: {exc}", file=sys.stderr)
+        usage = isinstance(exc, (AnarchonError, ValueError, TypeError)) and not isinstance(exc, BackendUnavailableError)
+        return 2 if usage else 1

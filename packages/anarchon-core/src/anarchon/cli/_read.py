@@ -1,0 +1,90 @@
+"""The read-only commands: ``jobs``, ``history`` and ``backends``. None of them writes to the backend."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from zoneinfo import ZoneInfo
+
+from ..errors import JobNotFoundError
+from ..options import check_job_name
+from ..plugins import PluginManager
+from ._common import print_json, print_runs, reading, resolve, table, utc
+
+__all__ = ["backends", "history", "jobs"]
+
+
+async def jobs(args: argparse.Namespace) -> int:
+    """Each job's cron, zone, next slot (UTC and the job's zone) and last status."""
+    scheduler, backend = resolve(args.target, args.backend)
+    assert scheduler is not None
+    rows, shown = [], []
+    missing: str | None = None
+    async with reading(backend):
+        for job in scheduler.jobs.values():
+            try:
+                last = None if missing else await backend.last_run(job.name)
+            except LookupError as exc:  # a namespace nothing ran in yet (PostgreSQL: no schema): no last run
+                missing, last = str(exc), None
+            slot = scheduler.next_slot(job.name)
+            local = slot.astimezone(ZoneInfo(job.timezone))
+            status = last.status.value if last else None
+            rows.append(
+                {
+                    "name": job.name,
+                    "cron": job.cron,
+                    "timezone": job.timezone,
+                    "next_slot": slot.isoformat().replace("+00:00", "Z"),
+                    "next_slot_local": local.isoformat(),
+                    "last_status": status,
+                }
+            )
+            shown.append([job.name, job.cron, job.timezone, utc(slot), local.strftime("%Y-%m-%d %H:%M:%S %Z"), status])
+    if args.json:
+        print_json(rows)
+    else:
+        headers = ["name", "cron", "timezone", "next slot (UTC)", "next slot (job's zone)", "last status"]
+        print(table(headers, shown))
+    if missing:
+        print(f"anarchon: note: {missing}", file=sys.stderr)
+    return 0
+
+
+async def history(args: argparse.Namespace) -> int:
+    """The job's runs, newest first; with ``module:attr`` the job must be one of its jobs."""
+    scheduler, backend = resolve(args.target, args.backend)
+    check_job_name(args.job)
+    if scheduler is not None and args.job not in scheduler.jobs:
+        known = ", ".join(sorted(scheduler.jobs)) or "none"
+        raise JobNotFoundError(
+            f"no job named {args.job!r} in {args.target}; its jobs: {known} "
+            "(for the runs of a job no longer in the code, give only --backend URL and the job's name)"
+        )
+    async with reading(backend):
+        runs = await backend.history(args.job, args.limit)
+    print_runs(runs, args.json, empty=f"no runs recorded for {args.job!r} in {backend!r}")
+    return 0
+
+
+def backends(args: argparse.Namespace) -> int:
+    """Installed backends with their schemes, tier and capabilities (no connection made)."""
+    entries = [
+        {
+            "name": cls.name,
+            "schemes": list(cls.url_schemes),
+            "kind": cls.capabilities.kind,
+            "capabilities": cls.capabilities.describe(),
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+        }
+        for cls in sorted(PluginManager().backends().values(), key=lambda c: c.name)
+    ]
+    if args.json:
+        print_json(entries)
+        return 0
+    print(
+        table(
+            ["name", "schemes", "kind", "capabilities", "class"],
+            [[e["name"], ",".join(e["schemes"]), e["kind"], ",".join(e["capabilities"]), e["class"]] for e in entries],
+        )
+    )
+    return 0
