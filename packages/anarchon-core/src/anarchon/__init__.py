@@ -14,6 +14,7 @@ import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from .backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from .background import SchedulerThread, start_in_background
 from .clock import Clock, SkewedClock, SystemClock
 from .errors import (
     AnarchonError,
@@ -69,10 +70,12 @@ __all__ = [
     "RunStatus",
     "SQLiteBackend",
     "Scheduler",
+    "SchedulerThread",
     "SkewedClock",
     "SystemClock",
     "UnsupportedOptionError",
     "hookimpl",
+    "start_in_background",
 ]
 
 
