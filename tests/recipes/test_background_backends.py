@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -58,3 +59,18 @@ def test_an_unreachable_redis_at_start_is_raised_to_the_caller() -> None:
     with pytest.raises(BackendUnavailableError, match=f"127.0.0.1:{port}"):
         start_in_background(scheduler, name="anarchon-unreachable")
     assert "anarchon-unreachable" not in [t.name for t in threading.enumerate()]
+
+
+def test_a_redis_that_never_answers_at_start_times_out_and_leaves_no_thread() -> None:
+    """A server that accepts the connection and never replies (a hung host): the start is given up on."""
+    pytest.importorskip("anarchon_redis")
+    from anarchon_redis import RedisBackend
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        scheduler = Scheduler(RedisBackend(f"redis://127.0.0.1:{port}/0", connect_timeout_ms=60_000))
+        with pytest.raises(TimeoutError, match="did not start within 0.5 s"):
+            start_in_background(scheduler, timeout=0.5, name="anarchon-hung")
+    assert "anarchon-hung" not in [t.name for t in threading.enumerate()]

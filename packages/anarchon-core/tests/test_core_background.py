@@ -161,3 +161,9 @@ def test_calling_the_handle_from_its_own_loop_says_what_to_do() -> None:
 def test_start_in_background_refuses_what_is_not_a_scheduler() -> None:
     with pytest.raises(TypeError, match="needs a Scheduler, not str"):
         start_in_background("redis://localhost")  # type: ignore[arg-type]
+
+
+def test_a_started_scheduler_is_refused() -> None:
+    scheduler = Scheduler(MemoryBackend(MemoryStore()))
+    with start_in_background(scheduler), pytest.raises(RuntimeError, match="already started"):
+        start_in_background(scheduler)

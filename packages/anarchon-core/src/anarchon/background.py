@@ -95,6 +95,7 @@ class SchedulerThread:
         self._thread.start()
         if not self._ready.wait(timeout):
             loop = self._loop
+            self._stopping = True
             if loop is not None:  # give up on the start: cancel it, so the thread ends
                 loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks()])
             self._thread.join(5)
@@ -229,6 +230,8 @@ def start_in_background(
     """
     if not isinstance(scheduler, Scheduler):
         raise TypeError(f"start_in_background() needs a Scheduler, not {type(scheduler).__name__}")
+    if scheduler._started:
+        raise RuntimeError("this scheduler is already started on a loop of its own; stop() it first")
     handle = SchedulerThread(scheduler, grace_ms=grace_ms, name=name)
     handle._start(timeout)
     return handle
