@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from .job import Job, JobFunc
+from .job import Job
 from .run import Run
 from .scheduler import Scheduler
 
@@ -143,7 +143,7 @@ class SchedulerThread:
 
         return self._submit(on_loop(), getattr(func, "__name__", "call") + "()", timeout)
 
-    def add(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
+    def add(self, name: str, cron: str, func: Callable[..., Any], **options: Any) -> Job:
         """Add a job while the scheduler runs: :meth:`Scheduler.add`, on the loop."""
         return self.call(lambda: self.scheduler.add(name, cron, func, **options))
 
