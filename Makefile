@@ -3,10 +3,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-PACKAGES := anarchon-core conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats anarchon-prometheus anarchon-opentelemetry
+PACKAGES := anarchon-core anarchon conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats anarchon-prometheus anarchon-opentelemetry
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo test lint chaos chaos-short bench clean
+.PHONY: dev demo test lint docs docs-build chaos chaos-short bench clean
 
 dev: $(STAMP)
 
@@ -20,6 +20,14 @@ demo: dev
 
 test: dev
 	bash scripts/test-matrix.sh
+
+# The docs site (mkdocs.yml, docs/): serve it with live reload, or build it
+# strictly (every warning fails: broken links, missing includes) into site/.
+docs: dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+docs-build: dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 chaos: dev
 	$(BIN)/python -m chaos
@@ -36,4 +44,4 @@ lint: dev
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

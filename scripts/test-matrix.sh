@@ -3,7 +3,9 @@
 # its own summary, then one line "N passed, N failed" for all of them. The
 # "faults" step runs the fault judge's tests, the fault regression test and the
 # short fault scenario on each backend (about 30 s each; make chaos is the
-# full one). Extra arguments go to every pytest run (e.g. -m "not slow").
+# full one). The "recipes" step runs examples/recipes (Flask, Django, gunicorn,
+# FastAPI, a plain service) and the background scheduler against SQLite and
+# Redis. Extra arguments go to every pytest run (e.g. -m "not slow").
 # ANARCHON_STEPS=core,redis picks steps; an unknown name exits 2, listing them.
 # Exits non-zero when any step fails.
 set -u
@@ -19,6 +21,7 @@ STEPS=(
   "observability:packages/anarchon-prometheus packages/anarchon-opentelemetry"
   "faults:tests/chaos"
   "release:tests/release"
+  "recipes:tests/recipes"
 )
 if [ -n "${ANARCHON_STEPS:-}" ]; then
   # A misspelt step would otherwise run nothing and end in "0 passed, 0 failed".

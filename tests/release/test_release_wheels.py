@@ -1,4 +1,4 @@
-"""What a user gets from `pip install anarchon-<backend>`: the wheels and sdists of all seven distributions.
+"""What a user gets from `pip install anarchon-<backend>` or `pip install "anarchon[redis]"`: every wheel and sdist.
 
 The wheels are built once per session the way a release builds them:
 ``python -m build`` makes the sdist, then the wheel from that sdist, so a
@@ -6,7 +6,10 @@ wheel that only builds inside the repository fails here. Each backend wheel
 then goes alone into a fresh virtual environment next to the anarchon-core
 wheel; there `anarchon backends` must list it, `from anarchon import
 XBackend` must work, and every backend left out must answer with the command
-that installs it. Our own wheels are installed with ``--no-index``, so a
+that installs it. The ``anarchon`` meta-distribution, metadata only, must
+name each backend by its extra, and ``anarchon[redis]`` installed from the
+wheels alone must run a job against the shared Redis. Our own wheels are
+installed with ``--no-index``, so a
 same-named release on an index can never stand in for them; their third-party
 requirements come from the machine's usual index through pip's cache.
 
@@ -37,6 +40,7 @@ LICENSE = (ROOT / "LICENSE").read_text()
 #: Distribution name -> folder under packages/.
 DISTRIBUTIONS: dict[str, str] = {
     "anarchon-core": "anarchon-core",
+    "anarchon": "anarchon",
     "anarchon-conformance": "conformance",
     "anarchon-sqlite": "anarchon-sqlite",
     "anarchon-redis": "anarchon-redis",
@@ -46,6 +50,20 @@ DISTRIBUTIONS: dict[str, str] = {
     "anarchon-prometheus": "anarchon-prometheus",
     "anarchon-opentelemetry": "anarchon-opentelemetry",
 }
+
+
+#: The meta-distribution: no code, anarchon-core plus a distribution per extra.
+META = "anarchon"
+EXTRAS = {
+    "sqlite": ["anarchon-sqlite"],
+    "redis": ["anarchon-redis"],
+    "postgres": ["anarchon-postgres"],
+    "rabbitmq": ["anarchon-rabbitmq"],
+    "nats": ["anarchon-nats"],
+    "prometheus": ["anarchon-prometheus"],
+    "web": ["anarchon-web"],
+}
+EXTRAS["all"] = sorted(d for names in EXTRAS.values() for d in names)
 
 
 @dataclass(frozen=True)
@@ -177,7 +195,7 @@ def test_wheel_metadata_is_complete(dists: Dists, distribution: str) -> None:
     urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL", []))
     assert {"Source", "Issues", "Documentation", "Changelog"} <= set(urls)
     classifiers = meta.get_all("Classifier", [])
-    assert "Typing :: Typed" in classifiers
+    assert ("Typing :: Typed" in classifiers) is (distribution != META), "only a wheel with code is typed"
     assert "Programming Language :: Python :: 3 :: Only" in classifiers
 
 
@@ -188,7 +206,10 @@ def test_wheel_carries_the_license_and_py_typed_and_no_build_files(dists: Dists,
         license_files = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
         assert len(license_files) == 1
         assert wheel.read(license_files[0]).decode() == LICENSE
-    assert any(n.endswith("/py.typed") for n in names), "PEP 561 marker missing"
+    if distribution == META:
+        assert [n for n in names if ".dist-info/" not in n] == [], "the meta-distribution must ship no module"
+    else:
+        assert any(n.endswith("/py.typed") for n in names), "PEP 561 marker missing"
     assert not [n for n in names if n.rsplit("/", 1)[-1] == "BUILD"], "Pants BUILD files leaked into the wheel"
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]
 
@@ -209,7 +230,7 @@ def test_sdist_builds_anywhere(dists: Dists, distribution: str) -> None:
     assert not [n for n in names if n.endswith((".pyc", ".sqlite3"))]
 
 
-@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+@pytest.mark.parametrize("distribution", [d for d in DISTRIBUTIONS if d != META])
 def test_entry_points_are_in_the_wheel(dists: Dists, distribution: str) -> None:
     with zipfile.ZipFile(dists.wheel(distribution)) as wheel:
         text = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt"))).decode()
@@ -225,6 +246,22 @@ def test_entry_points_are_in_the_wheel(dists: Dists, distribution: str) -> None:
     else:
         backend = next(b for b in BACKENDS if b.distribution == distribution)
         assert re.search(rf"\[anarchon\]\n{backend.backend} = anarchon_{backend.backend}\._plugin", text), text
+
+
+def test_meta_distribution_names_each_distribution_by_its_extra(dists: Dists) -> None:
+    meta = dists.metadata(META)
+    assert sorted(meta.get_all("Provides-Extra", [])) == sorted(EXTRAS)
+    required: dict[str | None, set[str]] = {}
+    for requirement in meta.get_all("Requires-Dist", []):
+        spec, _, marker = requirement.partition(";")
+        extra = re.search(r"extra == ['\"]([a-z]+)['\"]", marker)
+        name = re.split(r"[<>=!~ ]", spec.strip(), maxsplit=1)[0]
+        assert re.search(r">=0\.1,\s*<0\.2|<0\.2,\s*>=0\.1", spec), f"{requirement!r}: pin our own to this series"
+        required.setdefault(extra.group(1) if extra else None, set()).add(name)
+    assert required.pop(None) == {"anarchon-core"}
+    assert {extra: sorted(names) for extra, names in required.items()} == EXTRAS
+    with zipfile.ZipFile(dists.wheel(META)) as wheel:
+        assert not [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
 
 
 def test_every_license_copy_is_the_root_license() -> None:
@@ -324,6 +361,89 @@ def test_opentelemetry_wheel_alone_next_to_the_core(install: Callable[..., Path]
         """
     )
     assert run([python, "-c", probe], env=clean_env(), cwd=python.parent).strip() == "True succeeded"
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """The shared Redis (ANARCHON_REDIS_URL); unreachable: skipped, or a failure under CI=true."""
+    redis = pytest.importorskip("redis")
+    url = os.environ.get("ANARCHON_REDIS_URL", "redis://127.0.0.1:6379/0")
+    client = redis.Redis.from_url(url, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        reason = f"no Redis at {url} ({exc}); start one or set ANARCHON_REDIS_URL"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set, so this must not be skipped: {reason}")
+        pytest.skip(f"!!! SKIPPED: {reason}")
+    finally:
+        client.close()
+    return url
+
+
+def test_pip_install_anarchon_redis_gives_a_working_scheduler(
+    tmp_path_factory: pytest.TempPathFactory, dists: Dists, redis_url: str
+) -> None:
+    """`pip install "anarchon[redis]"`, our wheels only (``--no-index``), then a job run through the shared Redis."""
+    python = new_venv(tmp_path_factory.mktemp("venv-anarchon-redis-extra"))
+    # Third-party requirements from the index first, so the --no-index install below resolves only ours.
+    pip(
+        python,
+        "install",
+        "--quiet",
+        *sorted({*dists.third_party_requirements("anarchon-core"), *dists.third_party_requirements("anarchon-redis")}),
+    )
+    pip(
+        python,
+        "install",
+        "--quiet",
+        "--no-index",
+        "--find-links",
+        str(dists.folder),
+        f"anarchon[redis]=={dists.version}",
+    )
+    pip(python, "check")
+    installed = {p["name"] for p in json.loads(pip(python, "list", "--format", "json"))}
+    assert {"anarchon", "anarchon-core", "anarchon-redis"} <= installed
+    assert not installed & {"anarchon-postgres", "anarchon-sqlite", "anarchon-rabbitmq", "anarchon-nats"}
+
+    prefix = f"release-{os.urandom(4).hex()}:"
+    probe = textwrap.dedent(
+        f"""
+        import asyncio, json
+        from anarchon import RedisBackend, Scheduler
+
+        async def main():
+            ran = asyncio.Event()
+            scheduler = Scheduler(RedisBackend(url={redis_url!r}, prefix={prefix!r}))
+            async def tick():
+                ran.set()
+
+            scheduler.add("tick", "* * * * * *", tick, jitter_ms=0)
+            scheduler.add("manual", "0 0 1 1 *", lambda: None)
+            async with scheduler:
+                manual = await scheduler.run_now("manual")
+                await asyncio.wait_for(ran.wait(), 10)
+            runs = await scheduler.history("tick")
+            print(json.dumps({{"manual": manual.status.value, "ticks": [r.instance for r in runs],
+                              "me": scheduler.instance_id, "module": RedisBackend.__module__}}))
+
+        asyncio.run(main())
+        """
+    )
+    try:
+        out = json.loads(run([python, "-c", probe], env=clean_env(), cwd=python.parent))
+    finally:
+        import redis
+
+        client = redis.Redis.from_url(redis_url)
+        keys = list(client.scan_iter(match=f"{prefix}*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    assert out["module"].startswith("anarchon_redis")
+    assert out["manual"] == "succeeded"
+    assert out["ticks"] and set(out["ticks"]) == {out["me"]}
 
 
 def test_core_version_matches_the_distribution(install: Callable[..., Path], dists: Dists) -> None:

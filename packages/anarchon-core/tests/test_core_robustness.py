@@ -82,13 +82,13 @@ async def test_a_job_that_stops_its_own_scheduler_leaves_it_fully_stopped() -> N
     s.add("stopper", "* * * * * *", stop_me, jitter_ms=0)
     await s.start()
     await asyncio.wait_for(stopped.wait(), 5)
-    await wait_until(lambda: not s._started)  # the stop ran to its end in a task of its own
+    await wait_until(lambda: not s.started)  # the stop ran to its end in a task of its own
     (run,) = store.history("stopper", 10)
     assert run.status.final, f"the run that stopped the scheduler is still {run.status}"
     await s.start()  # and it can start and stop again
-    assert s._started
+    assert s.started
     await s.stop()
-    assert not s._started
+    assert not s.started
 
 
 async def test_stop_is_bounded_when_a_job_ignores_cancellation(caplog: pytest.LogCaptureFixture) -> None:

@@ -16,6 +16,7 @@ import importlib.metadata
 from typing import Any
 
 from .backend import Backend, LeaseBackend
+from .background import SchedulerThread, start_in_background
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
 from .clock import Clock, SkewedClock, SystemClock
@@ -64,11 +65,13 @@ __all__ = [
     "RunContext",
     "RunStatus",
     "Scheduler",
+    "SchedulerThread",
     "SkewedClock",
     "SystemClock",
     "UnsupportedOptionError",
     "build_job",
     "hookimpl",
+    "start_in_background",
 ]
 
 

@@ -165,6 +165,11 @@ class Scheduler:
     def plugins(self) -> PluginManager:
         return self._plugins
 
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` ran and :meth:`stop` has not finished."""
+        return self._started
+
     def build_job(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
         """Check a job against this scheduler's backend without adding it."""
         return build_job(self.backend, name, cron, func, **options)
