@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-PACKAGES := anarchon-core conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats
+PACKAGES := anarchon-core conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats anarchon-web
 STAMP := $(VENV)/.installed
 
 .PHONY: dev demo test lint chaos chaos-short bench clean
