@@ -68,6 +68,7 @@ class Store:
     async def cleanup(self) -> None:
         for backend in self.opened:
             await backend.close()
+        self.opened.clear()
         if self.kind == "redis":
             from redis.asyncio import Redis
 
@@ -99,6 +100,15 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         if os.environ.get("CI"):
             pytest.fail(f"CI is set, so this must not be skipped: {reason}")
         pytest.skip(f"!!! SKIPPED: {reason}")
+    try:
+        yield s
+    finally:
+        await s.cleanup()
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
+    s = Store("sqlite", tmp_path)
     try:
         yield s
     finally:
@@ -145,11 +155,11 @@ EXPECTED = {
 ERROR = "ValueError: <script>alert('x')</script> & boom"
 
 
-async def seed(store: Store, name: str = "ledger") -> Seeded:
+async def seed(store: Store, name: str = "ledger", minutes_ago: int = 60) -> Seeded:
     """Write the history of EXPECTED through two backend instances, as two fleet members would."""
     a, b = await store.started(), await store.started()
     real_now = time.time_ns() // 1_000_000
-    base = real_now // MINUTE * MINUTE - 60 * MINUTE
+    base = real_now // MINUTE * MINUTE - minutes_ago * MINUTE
     job = make_job(a, name, lease_ms=60_000)
     short = make_job(a, name, lease_ms=100)
     s = Seeded(job, base, base + 12 * MINUTE + 30_000, base + 5 * MINUTE + 30_000, EXPECTED)

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from urllib.parse import urlsplit
 
 from anarchon import Job, Run, Scheduler
 from anarchon.urls import redact_url
 
-__all__ = ["Source"]
+__all__ = ["Source", "masked"]
+
+
+def masked(url: str) -> str:
+    """The URL as the CLI masks it; one with neither host part nor query holds no secret and is kept
+    as is (``redact_url`` would turn ``sqlite:////abs/path`` into ``sqlite://abs/path``)."""
+    parts = urlsplit(url)
+    return url if not parts.netloc and not parts.query else redact_url(url)
 
 
 class Source:
@@ -30,7 +38,7 @@ class Source:
     def __init__(self, scheduler: Scheduler, *, open_backend: bool = False, backend_url: str | None = None) -> None:
         self.scheduler = scheduler
         self.open_backend = open_backend
-        self.backend_label = scheduler.backend.name + (f" {redact_url(backend_url)}" if backend_url else "")
+        self.backend_label = scheduler.backend.name + (f" {masked(backend_url)}" if backend_url else "")
         self.kind = scheduler.backend.capabilities.kind
 
     @property
