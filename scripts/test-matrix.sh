@@ -15,6 +15,7 @@ STEPS=(
   "postgres:packages/anarchon-postgres"
   "rabbitmq:packages/anarchon-rabbitmq"
   "nats:packages/anarchon-nats"
+  "web:packages/anarchon-web"
   "faults:tests/chaos"
   "release:tests/release"
 )

@@ -85,3 +85,13 @@ def test_start_delay_leaves_out_take_overs_catch_ups_and_manual_runs() -> None:
     assert f.start_delay_ms == {"p50": 120, "p90": 300, "p99": 300, "max": 300}
     assert f.ended == 6 and f.succeeded == 5 and f.duration_ms == {"p50": 10, "p90": 30, "p99": 30, "max": 30}
     assert f.statuses == {"succeeded": 5, "skipped": 1, "failed": 1}
+
+
+def test_strip_cells_escape_what_a_record_holds() -> None:
+    from anarchon_web._cells import cells
+
+    evil = '"><img src=x onerror=alert(1)>'
+    html = str(cells('/jobs/j"', [{"slot_ms": 1000, "outcome": "succeeded", "instance": evil, "attempt": 2}, None]))
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html and "&#34;&gt;" in html
+    assert 'href="/jobs/j&#34;/runs/1000"' in html and html.endswith('<span class="cell blank"></span>')
+    assert "again" in html  # attempt 2 gets the take-over band

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from . import _csrf
+from ._cells import cells
 from ._present import local, utc
 from ._settings import Settings
 
@@ -37,6 +38,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["utc"] = utc
     env.filters["local"] = local
+    env.globals["cells"] = cells
     return env
 
 
