@@ -47,6 +47,11 @@ def test_bad_command_lines_exit_2_saying_what_to_do(argv: list[str], words: str,
     assert words in capsys.readouterr().err
 
 
+def test_the_core_command_can_delegate_under_its_own_name(capsys: Any) -> None:
+    assert cli.main(["--backend", "memory://"], prog="anarchon web") == 2
+    assert capsys.readouterr().err.startswith("anarchon web: error: --backend alone names no job")
+
+
 def test_module_attr_loads_the_application_s_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "webapp_fixture.py").write_text(
         "from anarchon import Scheduler, MemoryBackend\n"

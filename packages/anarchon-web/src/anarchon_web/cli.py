@@ -55,19 +55,22 @@ def build(args: argparse.Namespace) -> tuple[Scheduler, str | None]:
     return scheduler, args.backend
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse, build, then serve until SIGINT or SIGTERM; 2 for a command line that cannot work."""
-    args = parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = "anarchon-web") -> int:
+    """Parse, build, then serve until SIGINT or SIGTERM; 2 for a command line that cannot work.
+
+    ``anarchon web …`` delegates here with ``main(argv_after_web, prog="anarchon web")``.
+    """
+    args = parser(prog).parse_args(argv)
     try:
         scheduler, url = build(args)
         dashboard = app(scheduler, actions=args.actions, title=args.title, open_backend=True, backend_url=url)
     except (AnarchonError, ValueError, TypeError) as exc:
-        print(f"anarchon-web: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     import uvicorn
 
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"anarchon-web: {len(scheduler.jobs)} jobs on http://{host}:{args.port}/", flush=True)
+    print(f"{prog}: {len(scheduler.jobs)} jobs on http://{host}:{args.port}/", flush=True)
     uvicorn.run(dashboard, host=args.host, port=args.port, log_level="warning")
     return 0
 
