@@ -337,9 +337,11 @@ def test_web_wheel_alone_next_to_the_core_serves_its_pages(install: Callable[...
         app = anarchon_web.app(scheduler)
 
         async def get(path, query=b""):
-            sent = []
-            async def receive():
-                return {"type": "http.request", "body": b"", "more_body": False}
+            sent, requests = [], [{"type": "http.request", "body": b"", "more_body": False}]
+            async def receive():  # the request once, then a client that stays connected
+                if requests:
+                    return requests.pop()
+                await asyncio.sleep(3600)
             async def send(message):
                 sent.append(message)
             scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": query,
