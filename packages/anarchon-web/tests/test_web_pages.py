@@ -153,3 +153,16 @@ def test_bad_settings_fail_when_the_app_is_built(bad: dict[str, Any]) -> None:
 
     with pytest.raises(ValueError, match=next(iter(bad))):
         anarchon_web.app(Scheduler(MemoryBackend()), **bad)
+
+
+async def test_mounted_beside_a_scheduler_that_is_not_started_reads_through_it(store: Any, seed: Any) -> None:
+    """Scheduler.history opens the backend around each call then (no lifespan of ours opened it)."""
+    seeded = await seed(store)
+    scheduler = Scheduler(store.backend())
+    for i in range(8):
+        scheduler.add(f"job-{i}", "* * * * *", lambda: None)
+    scheduler.add("ledger", seeded.job.cron, lambda: None)
+    with TestClient(anarchon_web.app(scheduler)) as client:
+        data = client.get("/", params={"format": "json"}).json()
+    ledger = next(j for j in data["jobs"] if j["name"] == "ledger")
+    assert ledger["last"]["slot_ms"] == seeded.slot(11) and len(ledger["strip"]) == 30

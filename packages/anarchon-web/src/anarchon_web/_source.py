@@ -67,5 +67,13 @@ class Source:
         return await self.scheduler.history(job.name, limit)
 
     async def histories(self, jobs: Sequence[Job], limit: int) -> list[list[Run]]:
-        """One history call per job, all in flight at once (a page's rows, never the whole fleet)."""
-        return list(await asyncio.gather(*(self.history(job, limit) for job in jobs)))
+        """One history call per job (a page's rows, never the whole fleet).
+
+        On the dashboard's own open backend they are all in flight at once.
+        Through ``Scheduler.history`` they go one after another, as a
+        precaution: a scheduler that is not started opens and closes its
+        backend around each call, with no guard against concurrent callers.
+        """
+        if self.open_backend:
+            return list(await asyncio.gather(*(self.history(job, limit) for job in jobs)))
+        return [await self.history(job, limit) for job in jobs]
