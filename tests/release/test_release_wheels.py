@@ -1,4 +1,4 @@
-"""What a user gets from `pip install anarchon-<backend>`: the wheels and sdists of all seven distributions.
+"""What a user gets from `pip install anarchon-<backend>`: the wheels and sdists of every distribution.
 
 The wheels are built once per session the way a release builds them:
 ``python -m build`` makes the sdist, then the wheel from that sdist, so a
