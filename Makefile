@@ -3,10 +3,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-PACKAGES := anarchon-core anarchon conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats anarchon-prometheus anarchon-opentelemetry
+PACKAGES := anarchon-core anarchon conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats anarchon-prometheus anarchon-opentelemetry anarchon-web
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo test lint docs docs-build chaos chaos-short bench clean
+.PHONY: dev demo demo-web test lint docs docs-build chaos chaos-short bench clean
 
 dev: $(STAMP)
 
@@ -17,6 +17,10 @@ $(STAMP): requirements-dev.txt $(foreach p,$(PACKAGES),packages/$(p)/pyproject.t
 
 demo: dev
 	$(BIN)/python examples/demo.py
+
+# The demo fleet, left running, with the dashboard of it; prints its address.
+demo-web: dev
+	$(BIN)/python examples/demo_web.py
 
 test: dev
 	bash scripts/test-matrix.sh

@@ -19,6 +19,7 @@ STEPS=(
   "rabbitmq:packages/anarchon-rabbitmq"
   "nats:packages/anarchon-nats"
   "observability:packages/anarchon-prometheus packages/anarchon-opentelemetry"
+  "web:packages/anarchon-web"
   "faults:tests/chaos"
   "release:tests/release"
   "recipes:tests/recipes"

@@ -49,6 +49,7 @@ DISTRIBUTIONS: dict[str, str] = {
     "anarchon-nats": "anarchon-nats",
     "anarchon-prometheus": "anarchon-prometheus",
     "anarchon-opentelemetry": "anarchon-opentelemetry",
+    "anarchon-web": "anarchon-web",
 }
 
 
@@ -243,6 +244,8 @@ def test_entry_points_are_in_the_wheel(dists: Dists, distribution: str) -> None:
         assert "[anarchon]\nprometheus = anarchon_prometheus._plugin" in text
     elif distribution == "anarchon-opentelemetry":
         assert "[anarchon]\nopentelemetry = anarchon_opentelemetry._plugin" in text
+    elif distribution == "anarchon-web":
+        assert "[console_scripts]\nanarchon-web = anarchon_web.cli:main" in text
     else:
         backend = next(b for b in BACKENDS if b.distribution == distribution)
         assert re.search(rf"\[anarchon\]\n{backend.backend} = anarchon_{backend.backend}\._plugin", text), text
@@ -476,3 +479,58 @@ def test_conformance_suite_runs_from_its_wheel(install: Callable[..., Path], tmp
     out = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow"], cwd=tmp_path, env=clean_env())
     assert re.search(r"\d+ passed", out), out
     assert "anarchon conformance" in out, "the pytest11 plugin did not load from the wheel"
+
+
+def test_web_wheel_carries_its_templates_and_stylesheet(dists: Dists) -> None:
+    with zipfile.ZipFile(dists.wheel("anarchon-web")) as wheel:
+        names = set(wheel.namelist())
+    for page in ("base", "jobs", "job", "run", "error", "_macros"):
+        assert f"anarchon_web/templates/{page}.html" in names
+    assert "anarchon_web/static/style.css" in names
+
+
+def test_web_wheel_alone_next_to_the_core_serves_its_pages(install: Callable[..., Path]) -> None:
+    """Templates and static files load from the installed wheel, not from the repository."""
+    python = install("anarchon-core", "anarchon-web")
+    assert "module:attr" in run([python.parent / "anarchon-web", "--help"], env=clean_env())
+    probe = textwrap.dedent(
+        """
+        import asyncio, json
+        import anarchon_web
+        from anarchon import MemoryBackend, Scheduler
+
+        scheduler = Scheduler(MemoryBackend())
+        scheduler.add("nightly", "0 3 * * *", lambda: None, timezone="Europe/Athens")
+        app = anarchon_web.app(scheduler)
+
+        async def get(path, query=b""):
+            sent, requests = [], [{"type": "http.request", "body": b"", "more_body": False}]
+            async def receive():  # the request once, then a client that stays connected
+                if requests:
+                    return requests.pop()
+                await asyncio.sleep(3600)
+            async def send(message):
+                sent.append(message)
+            scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": query,
+                     "headers": [(b"host", b"x")], "scheme": "http", "server": ("x", 80), "root_path": "",
+                     "http_version": "1.1", "client": ("127.0.0.1", 1)}
+            await app(scope, receive, send)
+            body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+            return sent[0]["status"], body.decode()
+
+        async def main():
+            pages = {p: await get(p) for p in ["/", "/jobs/nightly", "/static/style.css"]}
+            status, data = await get("/", b"format=json")
+            print(json.dumps({"pages": {p: [s, len(b), "nightly" in b] for p, (s, b) in pages.items()},
+                              "json": [status, json.loads(data)["jobs"][0]["name"]],
+                              "file": anarchon_web.__file__}))
+
+        asyncio.run(main())
+        """
+    )
+    out = json.loads(run([python, "-c", probe], env=clean_env(), cwd=python.parent))
+    assert out["pages"]["/"][0] == 200 and out["pages"]["/"][2]
+    assert out["pages"]["/jobs/nightly"][0] == 200 and out["pages"]["/jobs/nightly"][2]
+    assert out["pages"]["/static/style.css"][0] == 200 and out["pages"]["/static/style.css"][1] > 1000
+    assert out["json"] == [200, "nightly"]
+    assert str(ROOT) not in out["file"], "anarchon_web was imported from the repository, not the wheel"

@@ -49,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="anarchon",
         description="Distributed cron: exactly one instance runs each slot.",
         parents=[verbose],
-        epilog="exit status: 0 done, 1 a check, run or backend failed, 2 a command line or option that cannot work",
+        epilog="anarchon web module:attr | --backend URL …: the dashboard (pip install anarchon-web; "
+        "anarchon web --help).  exit status: 0 done, 1 a check, run or backend failed, 2 a command line or option "
+        "that cannot work",
     )
     parser.add_argument("--version", action="version", version=f"anarchon {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
@@ -159,8 +161,23 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
 }
 
 
+def _web(argv: list[str]) -> int:
+    """``anarchon web …``: the dashboard, which lives in its own distribution."""
+    try:
+        from anarchon_web.cli import main as web_main
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] != "anarchon_web":
+            raise
+        print("anarchon: error: the dashboard lives in anarchon-web: pip install anarchon-web", file=sys.stderr)
+        return 2
+    return int(web_main(argv, prog="anarchon web"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] == "web":
+        return _web(args_list[1:])
+    args = _parser().parse_args(args_list)
     logging.basicConfig(
         level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

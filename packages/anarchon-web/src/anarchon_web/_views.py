@@ -1,0 +1,162 @@
+"""The three pages (jobs, job, run) and the run-now action; each answers HTML or JSON.
+
+Backend calls per page (README, "Cost of a page"): the jobs page makes one
+``history`` call per job row it shows (at most ``per_page``, all in flight at
+once), the job page one, the run page one, whatever the fleet's size or the
+history's length. Names in the URL are looked up in the registered job list
+before anything reaches a backend.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from anarchon import AnarchonError, Job, Run, RunStatus
+
+from . import _csrf
+from ._figures import figures
+from ._present import job_dict, next_slots, run_dict, slot_dict, utc
+from ._render import Renderer, wants_json
+from ._settings import Settings
+from ._slots import OUTCOMES, strip
+from ._source import Source
+
+__all__ = ["BadRequest", "Views"]
+
+_MANUAL = {"": None, "any": None, "yes": True, "no": False}
+
+
+class BadRequest(Exception):
+    """A query parameter that cannot be used; the message says which and what to send."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _int_param(request: Request, name: str, default: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= high:
+        raise BadRequest(f"{name}={raw!r} is not usable: give an integer from 1 to {high}")
+    return int(raw)
+
+
+class Views:
+    def __init__(self, source: Source, settings: Settings, renderer: Renderer) -> None:
+        self.source, self.settings, self.render = source, settings, renderer
+
+    def _job(self, request: Request) -> Job:
+        name = request.path_params["name"]
+        job = self.source.job(name)
+        if job is None:
+            raise BadRequest(f"no job named {name!r} is registered on this dashboard; see the jobs page", 404)
+        return job
+
+    def _now(self) -> int:
+        return self.source.scheduler.clock.now_ms()
+
+    async def jobs(self, request: Request) -> Response:
+        query = request.query_params.get("q", "").strip()
+        names = self.source.names()
+        if query:
+            names = [n for n in names if query.lower() in n.lower()]
+        per_page = _int_param(request, "per_page", self.settings.per_page, 500)
+        pages = max(1, math.ceil(len(names) / per_page))
+        page = _int_param(request, "page", 1, pages)
+        shown = [self.source.jobs[n] for n in names[(page - 1) * per_page : page * per_page] if n in self.source.jobs]
+        histories = await self.source.histories(shown, self.settings.strip_slots + 10)
+        now = self._now()
+        rows = []
+        for job, runs in zip(shown, histories, strict=True):
+            rows.append(
+                {
+                    **job_dict(job),
+                    "next": next_slots(job, now, 3),
+                    "last": run_dict(runs[0]) if runs else None,
+                    "strip": [slot_dict(s) for s in strip(job, runs, now, self.settings.strip_slots)],
+                }
+            )
+        data = {"now": utc(now), "backend": self.source.backend_label, "kind": self.source.kind,
+                "q": query, "page": page, "pages": pages, "per_page": per_page, "total": len(names),
+                "jobs": rows}  # fmt: skip
+        return self.render(request, "jobs.html", data, outcomes=OUTCOMES)
+
+    async def job(self, request: Request) -> Response:
+        job = self._job(request)
+        status = request.query_params.get("status", "")
+        if status and status not in {s.value for s in RunStatus}:
+            raise BadRequest(
+                f"status={status!r} is not a run status: use one of {', '.join(s.value for s in RunStatus)}"
+            )
+        manual_raw = request.query_params.get("manual", "")
+        if manual_raw not in _MANUAL:
+            raise BadRequest(f"manual={manual_raw!r}: use yes, no or any")
+        instance = request.query_params.get("instance", "")
+        runs = await self.source.history(job, self.settings.history_limit)
+        instances = sorted({r.instance for r in runs})
+        if instance and instance not in instances:
+            raise BadRequest(f"instance={instance!r} ran nothing in this job's history; instances: {instances}")
+        manual = _MANUAL[manual_raw]
+        chosen = [
+            r
+            for r in runs
+            if (not status or r.status.value == status)
+            and (not instance or r.instance == instance)
+            and (manual is None or r.manual is manual)
+        ]
+        per_page = _int_param(request, "per_page", 50, 1000)
+        pages = max(1, math.ceil(len(chosen) / per_page))
+        page = _int_param(request, "page", 1, pages)
+        now = self._now()
+        slots = strip(job, runs, now, self.settings.timeline_slots)
+        rows = [{"instance": i, "cells": [slot_dict(s) if s.run and s.run.instance == i else None for s in slots]}
+                for i in sorted({s.run.instance for s in slots if s.run})]  # fmt: skip
+        rows.append({"instance": "(no record)", "cells": [None if s.run else slot_dict(s) for s in slots]})
+        data = {
+            "now": utc(now), "backend": self.source.backend_label, "kind": self.source.kind,
+            "job": job_dict(job), "next": next_slots(job, now, 5), "figures": figures(runs).to_dict(),
+            "filters": {"status": status, "instance": instance, "manual": manual_raw},
+            "instances": instances, "statuses": [s.value for s in RunStatus],
+            "page": page, "pages": pages, "per_page": per_page, "total": len(chosen), "read": len(runs),
+            "runs": [run_dict(r) for r in chosen[(page - 1) * per_page : page * per_page]],
+            "timeline": {"slots": [slot_dict(s) for s in slots], "rows": rows},
+        }  # fmt: skip
+        return self.render(request, "job.html", data, outcomes=OUTCOMES, actions=self.settings.actions)
+
+    async def run(self, request: Request) -> Response:
+        job = self._job(request)
+        slot_ms = request.path_params["slot_ms"]
+        manual = request.query_params.get("manual", "no") == "yes"
+        runs = await self.source.history(job, self.settings.history_limit)
+        found = next((r for r in runs if r.slot_ms == slot_ms and r.manual is manual), None)
+        if found is None:
+            raise BadRequest(
+                f"job {job.name!r} has no {'manual ' if manual else ''}run of slot {slot_ms} in its history", 404
+            )
+        return self.render(
+            request, "run.html", {"job": job_dict(job), "run": run_dict(found), "backend": self.source.backend_label}
+        )
+
+    async def run_now(self, request: Request) -> Response:
+        job = self._job(request)
+        refused = _csrf.check(request, await _csrf.form(request))
+        if refused:
+            raise BadRequest(f"run now refused: {refused}", 403)
+        try:
+            run: Run = await self.source.scheduler.run_now(job.name)
+        except AnarchonError as exc:
+            raise BadRequest(f"run now of {job.name!r} failed: {exc}", 409) from exc
+        if wants_json(request):
+            return JSONResponse(run_dict(run))
+        target = request.url_for("run", name=job.name, slot_ms=str(run.slot_ms)).include_query_params(manual="yes")
+        return RedirectResponse(str(target), status_code=303)
+
+
+def error_body(exc: BadRequest) -> dict[str, Any]:
+    return {"error": str(exc), "status": exc.status}

@@ -1,0 +1,79 @@
+"""``anarchon-web``: serve the dashboard with uvicorn.
+
+    anarchon-web myapp.tasks:scheduler [--host 127.0.0.1] [--port 8000]
+    anarchon-web --backend sqlite:///jobs.db --job 'sync=*/5 * * * *' --job 'report=0 2 * * *@Europe/Athens'
+
+The first reads the jobs from the application's scheduler; the second needs
+only the backend and each job's name and cron (no backend can list its jobs
+yet). Either way the dashboard opens its own connection to the backend and
+never runs a job unless ``--actions`` is given with ``module:attr``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from anarchon import AnarchonError, Scheduler
+
+from ._app import app
+from ._load import UsageError, add_jobs, load_scheduler
+
+__all__ = ["build", "main", "parser"]
+
+
+def parser(prog: str = "anarchon-web") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Serve a web dashboard of an anarchon fleet's schedule.")
+    p.add_argument("target", nargs="?", metavar="module:attr", help="the Scheduler, e.g. myapp.tasks:scheduler")
+    p.add_argument("--backend", metavar="URL", help="read this backend (instead of the scheduler's own)")
+    p.add_argument("--job", action="append", default=[], metavar="NAME=CRON[@ZONE]", help="a job to show (repeat)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    p.add_argument("--title", default="anarchon", help="the name at the top of every page")
+    p.add_argument("--actions", action="store_true", help="show the run-now form (module:attr only)")
+    return p
+
+
+def build(args: argparse.Namespace) -> tuple[Scheduler, str | None]:
+    """The scheduler to show, from parsed arguments, with every check done before anything listens."""
+    if args.target:
+        scheduler = load_scheduler(args.target)
+        if args.backend:
+            scheduler.use_backend(args.backend)
+    elif args.backend:
+        if not args.job:
+            raise UsageError("--backend alone names no job: add --job NAME=CRON for each job, or give module:attr")
+        if args.actions:
+            raise UsageError("--actions needs module:attr: jobs named with --job have no function to run here")
+        scheduler = Scheduler(args.backend)
+    else:
+        raise UsageError("give module:attr, or --backend URL with --job NAME=CRON")
+    add_jobs(scheduler, args.job)
+    if not scheduler.jobs:
+        raise UsageError(f"{args.target} has no job to show; add jobs to it or name some with --job")
+    return scheduler, args.backend
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "anarchon-web") -> int:
+    """Parse, build, then serve until SIGINT or SIGTERM; 2 for a command line that cannot work.
+
+    ``anarchon web …`` delegates here with ``main(argv_after_web, prog="anarchon web")``.
+    """
+    args = parser(prog).parse_args(argv)
+    try:
+        scheduler, url = build(args)
+        dashboard = app(scheduler, actions=args.actions, title=args.title, open_backend=True, backend_url=url)
+    except (AnarchonError, ValueError, TypeError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"{prog}: {len(scheduler.jobs)} jobs on http://{host}:{args.port}/", flush=True)
+    uvicorn.run(dashboard, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
