@@ -149,6 +149,7 @@ async def test_a_take_over_and_a_lost_lease_are_hooks() -> None:
     assert stuck_events.named("lease_lost")[0] == {"job": "slow", "reason": "another instance took the run over"}
     await wait_until(lambda: events.named("taken_over"))
     assert events.named("taken_over")[0]["attempt"] == 2
+    await wait_until(lambda: events.named("started"))  # the run starts after the take-over is reported
     assert events.named("started")[0]["delay_ms"] is None, "a take-over has no start delay"
     release.set()
     await wait_until(lambda: events.named("ended"))
