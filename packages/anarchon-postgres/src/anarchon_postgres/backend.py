@@ -15,6 +15,7 @@ from anarchon.errors import BackendUnavailableError
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 from anarchon.urls import redact_url
 
+from ._replication import asynchronous_standbys
 from ._schema import check_schema_name, ensure_schema, quote_schema
 from ._statements import Statements
 
@@ -143,6 +144,9 @@ class PostgresBackend(Backend):
         try:
             async with self._pool.acquire(timeout=self._timeout) as conn:
                 await ensure_schema(conn, self.schema)
+                warning = await asynchronous_standbys(conn)
+            if warning:
+                log.warning("anarchon-postgres at %s: %s", self._where(), warning)
         except asyncpg.InsufficientPrivilegeError as exc:
             await self._drop_own_pool()
             raise PermissionError(
