@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PACKAGES := anarchon-core conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo test lint chaos chaos-short bench clean
+.PHONY: dev demo test lint chaos chaos-short chaos-failover bench clean
 
 dev: $(STAMP)
 
@@ -26,6 +26,9 @@ chaos: dev
 
 chaos-short: dev
 	$(BIN)/python -m pytest tests/chaos -m slow
+
+chaos-failover: dev
+	$(BIN)/python -m chaos.failover
 
 bench: dev
 	$(BIN)/python -m benchmarks

@@ -3,7 +3,8 @@
 # its own summary, then one line "N passed, N failed" for all of them. The
 # "faults" step runs the fault judge's tests, the fault regression test and the
 # short fault scenario on each backend (about 30 s each; make chaos is the
-# full one). Extra arguments go to every pytest run (e.g. -m "not slow").
+# full one); the "failover" step fails each replicated referee over (about a
+# minute each; make chaos-failover is the full one). Extra arguments go to every pytest run (e.g. -m "not slow").
 # Exits non-zero when any step fails.
 set -u
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ STEPS=(
   "rabbitmq:packages/anarchon-rabbitmq"
   "nats:packages/anarchon-nats"
   "faults:tests/chaos"
+  "failover:tests/failover"
   "release:tests/release"
 )
 if [ -n "${ANARCHON_STEPS:-}" ]; then
