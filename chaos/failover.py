@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--instances", type=int, default=5)
     p.add_argument("--jobs", type=int, default=None, help="every-second jobs (default 20, 5 with --short)")
     p.add_argument("--seconds", type=float, default=None, help="per run (default 40, 16 with --short)")
-    p.add_argument("--every", type=float, default=None, help="seconds between failovers (default 8, 6 with --short)")
+    p.add_argument("--every", type=float, default=None, help="seconds between failovers (default 8, 5 with --short)")
     p.add_argument("--short", action="store_true", help="what make test runs")
     p.add_argument("--workdir", type=Path)
     p.add_argument("--no-results", action="store_true", help="do not write chaos/results/<date>-failover.md")
@@ -124,11 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(
         instances=args.instances,
         jobs=args.jobs if args.jobs is not None else (5 if args.short else 20),
-        seconds=args.seconds if args.seconds is not None else (16.0 if args.short else 40.0),
+        seconds=args.seconds if args.seconds is not None else (20.0 if args.short else 40.0),
         seed=random.randrange(1, 1_000_000),
         short=args.short,
     )
-    every = args.every if args.every is not None else (6.0 if args.short else 8.0)
+    every = args.every if args.every is not None else (5.0 if args.short else 8.0)
     keep = args.workdir is not None
     cfg.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="anarchon-failover-"))
     say = functools.partial(print, flush=True)

@@ -147,7 +147,10 @@ def run_failover(
                     result.failovers.append((kind, start, end))
                     timeline.broker.append((start, end, f"failover ({kind})"))
                     timeline.event(f"failover-{kind}", start, None, broker.describe())
-                    say(f"[{label}] failover ({kind}) done: {end - start} ms until every client was moved")
+                    say(
+                        f"[{label}] failover ({kind}): {end - start} ms until every client was moved, "
+                        f"{_now_ms() - start} ms until the old primary was a replica again"
+                    )
                 except BaseException as exc:  # reported after the run, never lost in the thread
                     errors.append(exc)
                 finally:
@@ -158,7 +161,7 @@ def run_failover(
             restarts: list[tuple[float, int]] = []
             while time.monotonic() - t0 < cfg.seconds:
                 elapsed = time.monotonic() - t0
-                if done.is_set() and elapsed >= next_at and elapsed < cfg.seconds - 8:
+                if done.is_set() and elapsed >= next_at and elapsed < cfg.seconds - 6:
                     kind = broker.kinds[count % len(broker.kinds)]
                     count += 1
                     next_at = elapsed + every_s

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -270,10 +271,17 @@ def _kill(proc: subprocess.Popen[bytes] | None) -> None:
 
 
 def _cluster_port(taken: set[int]) -> int:
-    """A free port whose cluster bus port (+10000) is free too."""
+    """A free port whose cluster bus port (+10000, in the ephemeral range) binds too."""
     while True:
         port = free_port(taken)
-        if port + 10_000 < 65_536 and not _port_open(port + 10_000) and all(abs(port - t) > 1 for t in taken):
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 10_000))
+        except OSError:
+            taken = taken | {port}
+            continue
+        if all(abs(port - t) > 1 for t in taken):
             return port
         taken = taken | {port}
 
@@ -305,19 +313,30 @@ class RedisClusterSix(Replicated):
 
         return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, decode_responses=True)
 
+    def _start_node(self, i: int) -> None:
+        d = self.workdir / f"node{i}"
+        d.mkdir(parents=True, exist_ok=True)
+        proc = self._popen(
+            ["redis-server", "--port", str(self.ports[i]), "--bind", "127.0.0.1", "--dir", str(d), "--save", "",
+             "--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+             "--cluster-node-timeout", "2000", "--protected-mode", "no"],
+            f"redis{i}.log",
+        )  # fmt: skip
+        self.procs.append(proc)
+        _wait(lambda: _port_open(self.ports[i]), 15, f"redis cluster node {i}", proc)
+
     def start(self) -> None:
         while len(self.ports) < 6:
             self.ports.append(_cluster_port(set(self.ports)))
-        for i, port in enumerate(self.ports):
-            d = self.workdir / f"node{i}"
-            d.mkdir(parents=True, exist_ok=True)
-            self.procs.append(self._popen(
-                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(d), "--save", "",
-                 "--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                 "--cluster-node-timeout", "2000", "--protected-mode", "no"],
-                f"redis{i}.log",
-            ))  # fmt: skip
-            _wait(lambda port=port: _port_open(port), 15, f"redis cluster node {i}", self.procs[-1])
+        for i in range(len(self.ports)):
+            for attempt in range(3):  # a bus port in the ephemeral range can be taken between check and bind
+                try:
+                    self._start_node(i)
+                    break
+                except BrokerError:
+                    if attempt == 2:
+                        raise
+                    self.ports[i] = _cluster_port(set(self.ports))
         created = subprocess.run(
             ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports),
              "--cluster-replicas", "1", "--cluster-yes"],

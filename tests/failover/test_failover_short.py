@@ -39,7 +39,7 @@ def test_short_failover_run_keeps_the_durable_promise(backend: str) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="anarchon-failover-"))
     kept = True
     try:
-        config = Config(short=True, seconds=18, jobs=5, seed=1, workdir=workdir)
+        config = Config(short=True, seconds=20, jobs=5, seed=1, workdir=workdir)
         results = [run_failover(backend, durable, config, every_s=5.0) for durable in (False, True)]
         print(table(results))
         for r in results:
