@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--options", choices=["both", "default", "durable"], default="both")
     p.add_argument("--instances", type=int, default=5)
     p.add_argument("--jobs", type=int, default=None, help="every-second jobs (default 20, 5 with --short)")
-    p.add_argument("--seconds", type=float, default=None, help="per run (default 40, 16 with --short)")
+    p.add_argument("--seconds", type=float, default=None, help="per run (default 40, 20 with --short)")
     p.add_argument("--every", type=float, default=None, help="seconds between failovers (default 8, 5 with --short)")
     p.add_argument("--short", action="store_true", help="what make test runs")
     p.add_argument("--workdir", type=Path)

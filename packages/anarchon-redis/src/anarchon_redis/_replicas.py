@@ -33,30 +33,43 @@ def _enough(ack: Any, replicas: int) -> bool:
     return isinstance(ack, int) and not isinstance(ack, bool) and ack >= replicas
 
 
+def _queue(pipe: Any, commands: Sequence[Command]) -> None:
+    for body, keys, args, full in commands:
+        # The cluster pipeline blocks its evalsha() method but routes the raw command by its keys.
+        pipe.execute_command("EVAL" if full else "EVALSHA", body, len(keys), *keys, *args)
+
+
+def _home(client: RedisCluster, keys: list[str]) -> str | None:
+    node = client.get_node_from_key(keys[0])
+    return node.name if node is not None else None
+
+
 async def pipeline(
     client: Client, cluster: bool, commands: Sequence[Command], replicas: int, timeout_ms: int
 ) -> tuple[list[Any], list[bool]]:
     """Each command's reply, and whether its write reached ``replicas`` replicas (always true at 0)."""
-    pipe = client.pipeline(transaction=False)
-    for body, keys, args, full in commands:
-        # The cluster pipeline blocks its evalsha() method but routes the raw command by its keys.
-        pipe.execute_command("EVAL" if full else "EVALSHA", body, len(keys), *keys, *args)
-    if not replicas:
-        results: list[Any] = await pipe.execute(raise_on_error=False)
-        return results, [True] * len(commands)
     if not isinstance(client, RedisCluster):
+        pipe = client.pipeline(transaction=False)
+        _queue(pipe, commands)
+        if not replicas:
+            return list(await pipe.execute(raise_on_error=False)), [True] * len(commands)
         pipe.execute_command("WAIT", replicas, timeout_ms)
-        results = await pipe.execute(raise_on_error=False)
+        results = list(await pipe.execute(raise_on_error=False))
         return results[:-1], [_enough(results[-1], replicas)] * len(commands)
-    homes = [client.get_node_from_key(keys[0]) for _, keys, _, _ in commands]
-    nodes = list({node.name: node for node in homes}.values())
-    for node in nodes:
-        pipe.execute_command("WAIT", replicas, timeout_ms, target_nodes=node)
+    cpipe = client.pipeline(transaction=False)
+    _queue(cpipe, commands)
+    if not replicas:
+        return list(await cpipe.execute(raise_on_error=False)), [True] * len(commands)
+    homes = [_home(client, keys) for _, keys, _, _ in commands]
+    nodes = {name: client.get_node(node_name=name) for name in homes if name is not None}
+    waited = [(name, node) for name, node in nodes.items() if node is not None]
+    for _, node in waited:
+        cpipe.execute_command("WAIT", replicas, timeout_ms, target_nodes=node)
     # No redirection: a script redirected after a failover ran on another connection than its WAIT.
-    results = await pipe.execute(raise_on_error=False, allow_redirections=False)
-    acked = {node.name: _enough(ack, replicas) for node, ack in zip(nodes, results[len(commands) :], strict=True)}
+    results = list(await cpipe.execute(raise_on_error=False, allow_redirections=False))
+    acked = {name: _enough(ack, replicas) for (name, _), ack in zip(waited, results[len(commands) :], strict=True)}
     reached = [
-        acked[home.name] and client.get_node_from_key(keys[0]).name == home.name
+        home is not None and acked.get(home, False) and _home(client, keys) == home
         for home, (_, keys, _, _) in zip(homes, commands, strict=True)
     ]
     return results[: len(commands)], reached
