@@ -30,6 +30,8 @@ __all__ = ["FailoverResult", "run_failover"]
 
 #: Slots this close to a failover's window count as claimed *across* it.
 AROUND_MS = 2000
+#: Seconds a replicated referee runs healthy (its old primary a replica again) before the next failover.
+RECOVERED_S = 3.0
 
 
 @dataclass
@@ -154,14 +156,18 @@ def run_failover(
                 except BaseException as exc:  # reported after the run, never lost in the thread
                     errors.append(exc)
                 finally:
+                    recovered.append(time.monotonic())
                     done.set()
 
             count = 0
             next_at = 4.0
+            recovered: list[float] = []  # when each failover's old primary was a replica again (monotonic)
             restarts: list[tuple[float, int]] = []
             while time.monotonic() - t0 < cfg.seconds:
                 elapsed = time.monotonic() - t0
-                if done.is_set() and elapsed >= next_at and elapsed < cfg.seconds - 6:
+                # Each failover starts from a healthy pair: RECOVERED_S after the previous one's replica is back.
+                healthy = not recovered or time.monotonic() - recovered[-1] >= RECOVERED_S
+                if done.is_set() and healthy and elapsed >= next_at and elapsed < cfg.seconds - 6:
                     kind = broker.kinds[count % len(broker.kinds)]
                     count += 1
                     next_at = elapsed + every_s
