@@ -41,7 +41,8 @@ def _server(port: int, directory: str, *extra: str) -> subprocess.Popen[bytes]:
 
 
 def _job(name: str) -> Job:
-    return Job(name, "* * * * * *", lambda: None, options=resolve_options(name, {}, RedisBackend.capabilities, "redis"))
+    options = resolve_options(name, {"overlap": "allow"}, RedisBackend.capabilities, "redis")
+    return Job(name, "* * * * * *", lambda: None, options=options)
 
 
 async def measure(url: str, replicas: int) -> str:

@@ -95,8 +95,9 @@ def markdown(results: Sequence[FailoverResult], header: str) -> str:
         "to the last client moved) that ran.",
         "- *duplicates*: slots run by two grants of the same attempt (two winners), or whose runs overlapped; "
         "nothing in this scenario hands a run over, so one attempt started twice is a second winner.",
-        "- *slots lost*: slots that did not run and that no later run covered: claim answers unknown, "
-        "abandoned chains, and slots in a window with no referee.",
+        "- *slots lost*: slots no run started and no later run covered: claim answers unknown, slots skipped "
+        "for overlap with a grant that never ran (an unknown claim still holds its lease), abandoned slots, "
+        "and slots in a window with no referee.",
         "- *measured*: a run with the default options; its duplicates are the finding the durable option answers.",
         "",
     ]

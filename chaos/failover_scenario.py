@@ -45,7 +45,9 @@ class FailoverResult:
     #: twice, and nothing here hands over), besides the judge's overlapping runs.
     second_runs: list[str] = field(default_factory=list)
     across: int = 0  # slots within AROUND_MS of a failover window that ran
-    lost: int = 0  # slots that ran nowhere, failover windows included
+    #: Slots no run started and no later run covered: unknown claims, overlap with an unconfirmed grant,
+    #: abandoned, no referee; the judge's categories are in the verdict.
+    lost: int = 0
 
     @property
     def passed(self) -> bool:
@@ -78,11 +80,9 @@ def _count(result: FailoverResult, ledger: list[dict[str, Any]], expected: dict[
         1 for job, slots in expected.items() for slot in slots
         if (job, slot) in started and any(a <= slot <= b for a, b in windows)
     )  # fmt: skip
-    v = result.verdict
-    result.lost = (
-        v.lost_other_total + v.lost_died + v.abandoned_chains
-        + sum(n for why, n in v.excluded.items() if "no instance" in why)
-    )  # fmt: skip
+    never = sum(1 for job, slots in expected.items() for slot in slots if (job, slot) not in starts)
+    # Coalesced slots have no start but a later run covered them (catch-up, or a run superseding a dead one).
+    result.lost = never - result.verdict.coalesced
 
 
 def run_failover(
