@@ -48,11 +48,13 @@ class FailoverResult:
     #: Slots no run started and no later run covered: unknown claims, overlap with an unconfirmed grant,
     #: abandoned, no referee; the judge's categories are in the verdict.
     lost: int = 0
+    #: The run is held to "no slot runs twice": the durable option, or the defaults where no durable option exists.
+    promised: bool = False
 
     @property
     def passed(self) -> bool:
-        """A durable run keeps its promise; a default run is measured (its duplicates are the finding)."""
-        return self.verdict.error is None and (not self.durable or not self.duplicates)
+        """A promised run has no duplicate; a default run is measured (its duplicates are the finding)."""
+        return self.verdict.error is None and (not self.promised or not self.duplicates)
 
     @property
     def duplicates(self) -> int:
@@ -107,6 +109,7 @@ def run_failover(
         options["lease_ms"] = cfg.lease_ms
     timeline = Timeline()
     result = FailoverResult(name, durable, broker.durable_note if durable else "defaults", Verdict(name, "?"))
+    result.promised = durable or not broker_cls.has_durable
     started = time.monotonic()
     try:
         broker.start()

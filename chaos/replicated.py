@@ -50,6 +50,8 @@ class Replicated(Broker):
     #: What ``durable=True`` adds to the backend's kwargs, and what it adds to the server side, in words.
     durable_note: ClassVar[str] = ""
     kinds: ClassVar[tuple[str, ...]] = ("crash", "switch")
+    #: Whether a durable option exists to run as the second variant.
+    has_durable: ClassVar[bool] = True
 
     def __init__(self, workdir: Path, durable: bool) -> None:
         super().__init__(workdir)
@@ -540,6 +542,70 @@ class NatsCluster(Replicated):
         return f"nats cluster of 3 on {','.join(map(str, self.ports))}"
 
 
+class RabbitMQCluster(Replicated):
+    """Three RabbitMQ nodes joined into one cluster; the node the clients use (home of every gate) is killed.
+
+    Gates are classic durable queues, as the seed says, declared through the
+    node a client is connected to, which becomes their home. The failover
+    kills that node (``SIGKILL``), moves the clients to the next node a
+    second later, and starts the killed node again on its data. There is no
+    durable option: quorum gates are not a mutex (see the anarchon-rabbitmq
+    README and ``benchmarks/rabbitmq_gate_types.py``).
+    """
+
+    name = "rabbitmq"
+    backend_class = "anarchon_rabbitmq:RabbitMQBackend"
+    binaries = ("/usr/lib/rabbitmq/bin/rabbitmq-server",)
+    kinds = ("node-kill",)
+    has_durable = False
+    persistence_note = "3 nodes, classic durable gate queues homed on the clients' node; that node SIGKILLed"
+
+    def __init__(self, workdir: Path, durable: bool) -> None:
+        super().__init__(workdir, durable)
+        from .brokers import RabbitMQBroker
+
+        self.nodes = [RabbitMQBroker(self.workdir / f"n{i}") for i in range(3)]
+        self.current = 0
+
+    def _ctl(self, i: int, *args: str) -> None:
+        node = self.nodes[i]
+        done = subprocess.run(node._argv(node.CTL, "-n", node.node, *args), capture_output=True, timeout=120)
+        if done.returncode != 0:
+            raise BrokerError(f"rabbitmqctl {' '.join(args)} on {node.node}: {done.stderr.decode()[-400:]}")
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.start()
+        for i in (1, 2):
+            self._ctl(i, "stop_app")
+            self._ctl(i, "join_cluster", self.nodes[0].node)
+            self._ctl(i, "start_app")
+        self.port = self.nodes[0].port
+
+    def failover(self, kind: str, retarget: Retarget, seats: int) -> tuple[int, int]:
+        old = self.current
+        start = _now_ms()
+        self.nodes[old].kill()
+        time.sleep(DETECT_S)
+        self.current = (old + 1) % len(self.nodes)
+        self.port = self.nodes[self.current].port
+        retarget(self.port, None)
+        end = _now_ms()
+        self.nodes[old].start()  # back on its data: its gates come back with it
+        return start, end
+
+    def kill(self) -> None:
+        for node in self.nodes:
+            with contextlib.suppress(Exception):
+                node.kill()
+
+    def backend_kwargs(self, port: int, namespace: str) -> dict[str, Any]:
+        return self.nodes[0].backend_kwargs(port, namespace)
+
+    def describe(self) -> str:
+        return "rabbitmq cluster of 3: " + ", ".join(f"{n.node} :{n.port}" for n in self.nodes)
+
+
 FAILOVER_BROKERS: dict[str, type[Replicated]] = {
-    b.name: b for b in (RedisPair, RedisClusterSix, PostgresPair, NatsCluster)
+    b.name: b for b in (RedisPair, RedisClusterSix, PostgresPair, NatsCluster, RabbitMQCluster)
 }
