@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PACKAGES := anarchon-core anarchon conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats anarchon-prometheus anarchon-opentelemetry anarchon-web
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo demo-web test lint docs docs-build chaos chaos-short bench clean
+.PHONY: dev demo demo-web test lint docs docs-build chaos chaos-short chaos-failover bench clean
 
 dev: $(STAMP)
 
@@ -38,6 +38,9 @@ chaos: dev
 
 chaos-short: dev
 	$(BIN)/python -m pytest tests/chaos -m slow
+
+chaos-failover: dev
+	$(BIN)/python -m chaos.failover
 
 bench: dev
 	$(BIN)/python -m benchmarks

@@ -5,7 +5,9 @@
 # short fault scenario on each backend (about 30 s each; make chaos is the
 # full one). The "recipes" step runs examples/recipes (Flask, Django, gunicorn,
 # FastAPI, a plain service) and the background scheduler against SQLite and
-# Redis. Extra arguments go to every pytest run (e.g. -m "not slow").
+# Redis; the "failover" step fails each replicated referee over (about a
+# minute each; make chaos-failover is the full one). Extra arguments go to
+# every pytest run (e.g. -m "not slow").
 # ANARCHON_STEPS=core,redis picks steps; an unknown name exits 2, listing them.
 # Exits non-zero when any step fails.
 set -u
@@ -21,6 +23,7 @@ STEPS=(
   "observability:packages/anarchon-prometheus packages/anarchon-opentelemetry"
   "web:packages/anarchon-web"
   "faults:tests/chaos"
+  "failover:tests/failover"
   "release:tests/release"
   "recipes:tests/recipes"
 )

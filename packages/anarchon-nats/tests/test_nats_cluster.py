@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import uuid
 from collections import defaultdict
@@ -241,3 +242,27 @@ async def test_losing_a_server_during_a_run_never_runs_a_slot_twice_and_keeps_th
         if killed is not None:
             killed.start()
             await wait_jetstream(cluster.urls)
+
+
+async def _start_warnings(cluster: Cluster, stream: str, caplog: pytest.LogCaptureFixture, **kw: Any) -> list[str]:
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="anarchon.nats"):
+        b = await _started(cluster, stream, **kw)
+    await b.close()
+    return [r.getMessage() for r in caplog.records if "1 replica" in r.getMessage()]
+
+
+async def test_start_warns_when_the_stream_has_one_replica_on_a_cluster(cluster, stream_name, caplog) -> None:
+    (message,) = await _start_warnings(cluster, stream_name, caplog)
+    assert f"stream {stream_name} has 1 replica" in message and "replicas=3" in message
+
+
+async def test_start_is_quiet_when_the_stream_has_three_replicas(cluster, stream_name, caplog) -> None:
+    assert await _start_warnings(cluster, stream_name, caplog, replicas=3) == []
+
+
+async def test_start_is_quiet_on_a_single_server(backends, caplog) -> None:
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="anarchon.nats"):
+        await backends(1)
+    assert [r for r in caplog.records if "1 replica" in r.getMessage()] == []

@@ -13,11 +13,12 @@ import asyncio
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,31 @@ def private_server(tmp_path: Path, redis_binaries: None, request: pytest.Fixture
     request.addfinalizer(lambda: server.stop(kill=True))  # noqa: PT021 - registered before start, so a half-started server is killed too
     server.start()
     return server
+
+
+@pytest.fixture
+def replicated(tmp_path: Path, redis_binaries: None) -> Iterator[tuple[RedisServer, RedisServer]]:
+    """A private primary and its replica (no persistence), replication caught up; both killed afterwards.
+
+    A test may pause the replica with ``SIGSTOP``: it is sent ``SIGCONT`` before the kill.
+    """
+    primary = RedisServer(tmp_path / "primary", "--appendonly", "no")
+    replica = RedisServer(tmp_path / "replica", "--appendonly", "no")
+    try:
+        primary.start()
+        replica.args = ("--appendonly", "no", "--replicaof", "127.0.0.1", str(primary.port))
+        replica.start()
+        client = redis.Redis(host="127.0.0.1", port=primary.port)
+        try:
+            assert client.wait(1, 10_000) == 1, "the replica never caught up"
+        finally:
+            client.close()
+        yield primary, replica
+    finally:
+        for server in (replica, primary):
+            if server.proc is not None and server.proc.poll() is None:
+                server.proc.send_signal(signal.SIGCONT)
+            server.stop(kill=True)
 
 
 @pytest.fixture(scope="session")

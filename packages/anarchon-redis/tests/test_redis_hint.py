@@ -22,9 +22,9 @@ def count_scripts(backend, monkeypatch) -> list[str]:
         sent.append(script.name)
         return await call(script, keys, args)
 
-    async def many(commands):
+    async def many(commands, *wait):
         sent.extend(names[body] for body, _, _, _ in commands)
-        return await pipeline(commands)
+        return await pipeline(commands, *wait)
 
     monkeypatch.setattr(backend, "_call", one)
     monkeypatch.setattr(backend, "_pipeline", many)

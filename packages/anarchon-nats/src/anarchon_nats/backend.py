@@ -40,6 +40,7 @@ from ._names import (
     results_subject,
 )
 from ._records import decode_claim, encode_claim, encode_result, join_history
+from ._replicas import single_copy_warning
 from ._stream import StreamNeeds, ensure_stream
 from ._url import check_server, connect_credentials, read_nats_url
 
@@ -173,6 +174,13 @@ class NatsBackend(Backend):
             raise
         self._nc, self._js = nc, js
         self._per_subject = config.max_msgs_per_subject or 0
+        try:
+            warning = await single_copy_warning(nc, js, self.stream)
+        except (asyncio.TimeoutError, nats.errors.Error) as exc:  # only a warning: never fail start() for it
+            log.info("could not read stream %s's replicas: %s", self.stream, exc)
+        else:
+            if warning:
+                log.warning("NATS at %s: %s", self._where(), warning)
 
     async def _connect(self) -> Client:
         errors: list[BaseException] = []

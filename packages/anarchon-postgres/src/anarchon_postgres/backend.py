@@ -14,6 +14,7 @@ from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBacke
 from anarchon.errors import BackendUnavailableError
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
+from ._replication import asynchronous_standbys
 from ._schema import (
     SCHEMA_VERSION,
     check_schema_name,
@@ -158,7 +159,10 @@ class PostgresBackend(LeaseBackend):
         try:
             async with self._pool.acquire(timeout=self._timeout) as conn:
                 await ensure_schema(conn, self.schema)
+                warning = await asynchronous_standbys(conn)
             self._read_only, self.schema_version = False, SCHEMA_VERSION
+            if warning:
+                log.warning("anarchon-postgres at %s: %s", self._where(), warning)
         except asyncpg.InsufficientPrivilegeError as exc:
             await self._drop_own_pool()
             raise PermissionError(

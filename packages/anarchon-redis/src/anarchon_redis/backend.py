@@ -38,6 +38,7 @@ from anarchon.job import Job
 from anarchon.run import Run
 from anarchon.urls import redact_url
 
+from . import _replicas
 from . import _scripts as S
 from ._batch import Batcher
 from ._keys import Keyspace, check_prefix, run_id
@@ -52,6 +53,7 @@ Client = Union["Redis", "RedisCluster"]
 Call = tuple[S.Script, list[str], list[Any]]
 
 _LOST = ClaimResult(Outcome.LOST)
+_UNKNOWN = ClaimResult(Outcome.UNKNOWN)
 #: A claim's numbers as the claim script unpacks them (``struct.unpack('<ddddddddd', …)``).
 _NUMBERS = struct.Struct("<9d")
 
@@ -119,6 +121,8 @@ class RedisBackend(LeaseBackend):
         cluster: bool | None = None,
         sweep_ms: int = 60_000,
         connect_timeout_ms: int = 5_000,
+        min_replicas: int = 0,
+        replica_timeout_ms: int = 100,
     ) -> None:
         found = read_redis_url(url)
         prefix = found.pick("prefix", prefix, "cron:")
@@ -143,8 +147,20 @@ class RedisBackend(LeaseBackend):
         for option, value in (("sweep_ms", sweep_ms), ("connect_timeout_ms", connect_timeout_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{option}={value!r} must be a positive integer (milliseconds)")
+        if isinstance(min_replicas, bool) or not isinstance(min_replicas, int) or min_replicas < 0:
+            raise ValueError(
+                f"min_replicas={min_replicas!r} must be a non-negative integer: the replicas a claim must reach "
+                "before it counts as won (0, the default, does not wait)"
+            )
+        if isinstance(replica_timeout_ms, bool) or not isinstance(replica_timeout_ms, int) or replica_timeout_ms < 1:
+            raise ValueError(
+                f"replica_timeout_ms={replica_timeout_ms!r} must be a positive integer (milliseconds WAIT blocks "
+                "for min_replicas before the claim counts as unknown)"
+            )
         self.prefix = prefix
         self.cluster = cluster
+        self.min_replicas = min_replicas
+        self.replica_timeout_ms = replica_timeout_ms
         self.sweep_ms = sweep_ms
         self.connect_timeout_ms = connect_timeout_ms
         self._client: Client | None = client
@@ -161,7 +177,8 @@ class RedisBackend(LeaseBackend):
 
     def __repr__(self) -> str:
         where = f"client=<{type(self._client).__name__}>" if not self._owns_client else f"url={redact_url(self._url)!r}"
-        return f"RedisBackend({where}, prefix={self.prefix!r}, cluster={self.cluster})"
+        waits = f", min_replicas={self.min_replicas}" if self.min_replicas else ""
+        return f"RedisBackend({where}, prefix={self.prefix!r}, cluster={self.cluster}{waits})"
 
     # -- connection ---------------------------------------------------------
 
@@ -209,28 +226,33 @@ class RedisBackend(LeaseBackend):
         if len(calls) == 1:
             script, keys, args = calls[0]
             return [await self._call(script, keys, args)]
-        results = await self._pipeline([(s.sha, k, a, False) for s, k, a in calls])
+        return (await self._piped(calls, strict, 0))[0]
+
+    async def _calls_waited(self, calls: Sequence[Call], *, strict: int | None = None) -> tuple[list[Any], list[bool]]:
+        """:meth:`_calls`, and per call whether its write reached ``min_replicas`` (``WAIT``, :mod:`._replicas`)."""
+        if not self.min_replicas:
+            return await self._calls(calls, strict=strict), [True] * len(calls)
+        return await self._piped(calls, strict, self.min_replicas)
+
+    async def _piped(self, calls: Sequence[Call], strict: int | None, wait: int) -> tuple[list[Any], list[bool]]:
+        results, reached = await self._pipeline([(s.sha, k, a, False) for s, k, a in calls], wait)
         missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
         if missing:
-            again = await self._pipeline([(calls[i][0].source, calls[i][1], calls[i][2], True) for i in missing])
-            for i, result in zip(missing, again, strict=True):
-                results[i] = result
+            commands = [(calls[i][0].source, calls[i][1], calls[i][2], True) for i in missing]
+            again, again_reached = await self._pipeline(commands, wait)
+            for i, result, ok in zip(missing, again, again_reached, strict=True):
+                results[i], reached[i] = result, ok
         for result in results[:strict]:
             if isinstance(result, Exception):
                 raise result
-        return results
+        return results, reached
 
     async def _calls_apart(self, calls: Sequence[Call]) -> list[Any]:
         """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out."""
         return await self._calls(calls, strict=0)
 
-    async def _pipeline(self, commands: list[tuple[str, list[str], list[Any], bool]]) -> list[Any]:
-        pipe = self._redis().pipeline(transaction=False)
-        for body, keys, args, full in commands:
-            # The cluster pipeline blocks its evalsha() method but routes the raw command by its keys.
-            pipe.execute_command("EVAL" if full else "EVALSHA", body, len(keys), *keys, *args)
-        results: list[Any] = await pipe.execute(raise_on_error=False)
-        return results
+    async def _pipeline(self, commands: list[_replicas.Command], replicas: int = 0) -> tuple[list[Any], list[bool]]:
+        return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, self.replica_timeout_ms)
 
     def _hint(self) -> list[str]:
         """The hint as a script's last key, on one server only (it is another slot on a cluster)."""
@@ -260,10 +282,12 @@ class RedisBackend(LeaseBackend):
         calls = [self._claim_call(c) for c in claims]
         if self.cluster:
             calls += [(S.TOUCH, [self._keys.hint], [c.job.name, c.job.options.lease_ms]) for c in claims]
-        replies = await self._calls(calls, strict=len(claims))
+        replies, reached = await self._calls_waited(calls, strict=len(claims))
         for failed in {type(r).__name__: r for r in replies[len(claims) :] if isinstance(r, Exception)}.values():
             log.warning("could not update the take-over hint (the next sweep repairs it): %s", failed)
-        return [_claim_result(c, reply) for c, reply in zip(claims, replies, strict=False)]
+        results = [_claim_result(c, reply) for c, reply in zip(claims, replies, strict=False)]
+        # A grant not known to be on min_replicas replicas may vanish in a failover: unknown, never run.
+        return [r if ok or r.outcome is not Outcome.WON else _UNKNOWN for r, ok in zip(results, reached, strict=False)]
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         k = self._keys.job(grant.job)
@@ -289,7 +313,8 @@ class RedisBackend(LeaseBackend):
         for g in grants:
             k = self._keys.job(g.job)
             calls.append((S.RENEW, [k.runs, k.live, *self._hint()], [run_id(g.slot_ms, g.manual), g.token, g.job]))
-        return [bool(r) for r in await self._calls(calls)]
+        replies, reached = await self._calls_waited(calls)
+        return [bool(r) and ok for r, ok in zip(replies, reached, strict=True)]
 
     async def hand_over(self, grant: Grant) -> bool:
         k = self._keys.job(grant.job)
@@ -328,7 +353,7 @@ class RedisBackend(LeaseBackend):
             k = self._keys.job(job.name)
             args = [instance, job.options.max_attempts, job.options.lease_ms, nonce, job.name]
             calls.append((S.TAKE_OVER, [k.state, k.runs, k.live, *self._hint()], args))
-        results = await self._calls(calls)
+        results, reached = await self._calls_waited(calls)
         if self.cluster:
             settles: list[Call] = []
             for job, reply in zip(candidates, results, strict=True):
@@ -338,7 +363,11 @@ class RedisBackend(LeaseBackend):
                 await self._calls(settles)
             except RedisError as exc:  # the runs are ours already: run them, repair the hint later
                 log.warning("could not update the take-over hint (the next sweep repairs it): %s", exc)
-        return [ClaimResult(Outcome.WON, grant_of(raw)) for reply in results for raw in reply[1:]]
+        return [
+            ClaimResult(Outcome.WON, grant_of(raw)) if ok else _UNKNOWN
+            for reply, ok in zip(results, reached, strict=True)
+            for raw in reply[1:]
+        ]
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         if not jobs:

@@ -1,0 +1,152 @@
+"""``min_replicas``: a claim counts as won only once ``WAIT`` saw it on that many replicas.
+
+A private primary with a private replica (no persistence: replication is
+what is tested). Pausing the replica with ``SIGSTOP`` holds its
+acknowledgements back deterministically; cutting its link as well (``CLIENT
+KILL TYPE replica`` while it is paused) keeps a claim from ever reaching it,
+which is what a failover after a primary's crash loses.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import pytest
+import redis
+
+from anarchon.backend import Outcome
+from anarchon_redis import RedisBackend
+
+pytestmark = pytest.mark.slow
+
+
+def _cut_replication(primary: Any) -> None:
+    client = redis.Redis(host="127.0.0.1", port=primary.port)
+    try:
+        client.client_kill_filter(_type="replica")
+    finally:
+        client.close()
+
+
+def _promote(server: Any) -> None:
+    client = redis.Redis(host="127.0.0.1", port=server.port)
+    try:
+        client.execute_command("REPLICAOF", "NO", "ONE")
+        assert client.info("replication")["role"] == "master"
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5, "1"])
+def test_min_replicas_must_be_a_non_negative_integer(bad):
+    with pytest.raises(ValueError, match="min_replicas="):
+        RedisBackend(min_replicas=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -5, False, 2.0])
+def test_replica_timeout_must_be_positive_milliseconds(bad):
+    with pytest.raises(ValueError, match="replica_timeout_ms="):
+        RedisBackend(min_replicas=1, replica_timeout_ms=bad)
+
+
+async def test_a_claim_the_replica_acknowledged_is_won_and_survives_promotion(replicated, make_job, claim):
+    primary, replica = replicated
+    job = make_job("sync")
+    a = RedisBackend(url=primary.url, prefix="t:rep:", min_replicas=1, replica_timeout_ms=2000)
+    await a.start()
+    try:
+        (won,) = await a.claim([claim(job, 1000, "a")])
+        assert won.outcome is Outcome.WON
+    finally:
+        await a.close()
+    primary.stop(kill=True)
+    _promote(replica)
+    b = RedisBackend(url=replica.url, prefix="t:rep:")
+    await b.start()
+    try:
+        (second,) = await b.claim([claim(job, 1000, "b")])
+        assert second.outcome is Outcome.LOST, "the promoted replica forgot a claim that WAIT had confirmed"
+    finally:
+        await b.close()
+
+
+async def test_without_min_replicas_a_promoted_replica_grants_a_won_slot_again(replicated, make_job, claim):
+    """The failure the option exists for, shown on purpose: the default does not wait for the replica."""
+    primary, replica = replicated
+    job = make_job("sync")
+    assert replica.proc is not None
+    replica.proc.send_signal(signal.SIGSTOP)
+    _cut_replication(primary)  # what asynchronous replication had not sent yet when the primary died
+    a = RedisBackend(url=primary.url, prefix="t:rep:")
+    await a.start()
+    try:
+        (first,) = await a.claim([claim(job, 1000, "a")])
+        assert first.outcome is Outcome.WON
+    finally:
+        await a.close()
+    primary.stop(kill=True)
+    replica.proc.send_signal(signal.SIGCONT)
+    _promote(replica)
+    b = RedisBackend(url=replica.url, prefix="t:rep:")
+    await b.start()
+    try:
+        (second,) = await b.claim([claim(job, 1000, "b")])
+        assert second.outcome is Outcome.WON  # a second winner of slot 1000: the duplicate WAIT prevents
+    finally:
+        await b.close()
+
+
+async def test_a_claim_the_replica_did_not_acknowledge_is_unknown_and_never_granted_twice(replicated, make_job, claim):
+    primary, replica = replicated
+    job = make_job("sync", lease_ms=60_000)
+    assert replica.proc is not None
+    a = RedisBackend(url=primary.url, prefix="t:rep:", min_replicas=1, replica_timeout_ms=200)
+    b = RedisBackend(url=primary.url, prefix="t:rep:", min_replicas=1, replica_timeout_ms=200)
+    await a.start()
+    await b.start()
+    try:
+        replica.proc.send_signal(signal.SIGSTOP)
+        first, other = await a.claim([claim(job, 1000, "a"), claim(make_job("other"), 1000, "a")])
+        assert first.outcome is Outcome.UNKNOWN
+        assert other.outcome is Outcome.UNKNOWN
+        (second,) = await b.claim([claim(job, 1000, "b")])
+        assert second.outcome is Outcome.LOST  # the unconfirmed grant still holds the slot on the primary
+    finally:
+        replica.proc.send_signal(signal.SIGCONT)
+        await a.close()
+        await b.close()
+
+
+async def test_a_renewal_the_replica_did_not_acknowledge_counts_as_not_renewed(replicated, make_job, claim):
+    primary, replica = replicated
+    job = make_job("sync", lease_ms=60_000)
+    assert replica.proc is not None
+    a = RedisBackend(url=primary.url, prefix="t:rep:", min_replicas=1, replica_timeout_ms=200)
+    await a.start()
+    try:
+        (won,) = await a.claim([claim(job, 1000, "a")])
+        assert won.outcome is Outcome.WON and won.grant is not None
+        assert await a.renew([won.grant]) == [True]
+        replica.proc.send_signal(signal.SIGSTOP)
+        assert await a.renew([won.grant]) == [False]
+    finally:
+        replica.proc.send_signal(signal.SIGCONT)
+        await a.close()
+
+
+async def test_on_a_cluster_without_replicas_min_replicas_leaves_every_claim_unknown(cluster_url, make_job, claim):
+    """One WAIT per node, pinned to it: a cluster with no replicas can never confirm a claim."""
+    backend = RedisBackend(url=cluster_url, prefix="t:repc:", min_replicas=1, replica_timeout_ms=50)
+    plain = RedisBackend(url=cluster_url, prefix="t:repc:")
+    await backend.start()
+    await plain.start()
+    try:
+        jobs = [make_job(f"j{i}") for i in range(6)]  # spread over the three nodes
+        results = await backend.claim([claim(j, 5000, "a") for j in jobs])
+        assert [r.outcome for r in results] == [Outcome.UNKNOWN] * len(jobs)
+        again = await plain.claim([claim(j, 5000, "b") for j in jobs])
+        assert [r.outcome for r in again] == [Outcome.LOST] * len(jobs)
+    finally:
+        await backend.close()
+        await plain.close()
