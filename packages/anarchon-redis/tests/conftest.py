@@ -138,6 +138,14 @@ def private_server(tmp_path: Path, redis_binaries: None, request: pytest.Fixture
 
 
 @pytest.fixture
+def unstarted_server(tmp_path: Path, redis_binaries: None, request: pytest.FixtureRequest) -> RedisServer:
+    """A server of this test's own on a free port, not started yet (the test starts it); killed afterwards."""
+    server = RedisServer(tmp_path / "redis")
+    request.addfinalizer(lambda: server.stop(kill=True))  # noqa: PT021 - before start, like private_server
+    return server
+
+
+@pytest.fixture
 def replicated(tmp_path: Path, redis_binaries: None) -> Iterator[tuple[RedisServer, RedisServer]]:
     """A private primary and its replica (no persistence), replication caught up; both killed afterwards.
 

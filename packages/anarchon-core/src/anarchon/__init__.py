@@ -15,6 +15,7 @@ import importlib
 import importlib.metadata
 from typing import Any
 
+from ._build import build_job
 from .backend import Backend, LeaseBackend
 from .background import SchedulerThread, start_in_background
 from .capabilities import Capabilities
@@ -35,7 +36,7 @@ from .job import Job
 from .memory import MemoryBackend, MemoryStore
 from .options import JobOptions
 from .run import Run, RunStatus
-from .scheduler import Scheduler, build_job
+from .scheduler import Scheduler
 
 try:
     __version__ = importlib.metadata.version("anarchon-core")

@@ -22,7 +22,6 @@ import contextlib
 import logging
 import os
 import secrets
-import signal
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -32,11 +31,13 @@ from typing import Any, TypeVar
 
 from ._active import ActiveRuns
 from ._batcher import ClaimBatcher
-from ._health import BackendHealth
+from ._build import build_job
+from ._health import BackendHealth, error_text
 from ._keeper import LeaseKeeper
 from ._recovery import Recovery
 from ._registry import JobRegistry
 from ._runner import RunExecutor
+from ._serve import serve
 from ._skew import watch_skew
 from ._tasks import Tasks
 from ._timer import SlotTimer
@@ -61,6 +62,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 RUN_NOW_TRIES = 5
 #: How long stop() waits for its own tasks (timer, keeper, loops) once cancelled.
 TASKS_BOUND_S = 1.0
+#: Back-off between connection attempts of start(wait=False).
+CONNECT_BACKOFF_MIN_S, CONNECT_BACKOFF_MAX_S = 0.2, 30.0
 
 
 def _default_instance_id() -> str:
@@ -91,6 +94,8 @@ class Scheduler:
         self._registry = JobRegistry()
         self._observers = Observers(self._plugins, self)
         self._started = False
+        #: Connected and scheduling; False while start(wait=False) waits for the backend.
+        self._ready = False
         self._stopping = False
         self._backend_open = False
         self._stopper: asyncio.Future[None] | None = None
@@ -149,7 +154,7 @@ class Scheduler:
         return self._stopping
 
     def _on_outage(self) -> None:
-        if self._recovery is not None and self._started and not self._stopping:
+        if self._recovery is not None and self._ready and not self._stopping:
             self._tasks.spawn(self._recovery.recover())
 
     def __repr__(self) -> str:
@@ -180,7 +185,7 @@ class Scheduler:
             raise ValueError(f"a job named {name!r} is already added; remove() it first or pick another name")
         job = self.build_job(name, cron, func, **options)
         self._registry.add(job, options)
-        if self._started and not self._stopping:
+        if self._ready and not self._stopping:
             self._timer.schedule(job, self.clock.now_ms())
             self._tasks.spawn(self._prepare([job]))
             self._timer.wake()
@@ -217,21 +222,65 @@ class Scheduler:
 
     # -- lifecycle -----------------------------------------------------------
 
-    async def start(self) -> None:
-        """Connect to the backend and begin scheduling every job."""
+    async def start(self, *, wait: bool = True) -> None:
+        """Connect to the backend and begin scheduling every job.
+
+        With ``wait=True`` (the default) an unreachable backend raises here,
+        so a deploy fails fast. With ``wait=False`` the scheduler starts
+        degraded instead: ``start()`` returns at once, the backend is tried
+        again with back-off (0.2 s doubling to 30 s), and jobs are claimed
+        once it answers; :attr:`ready` and the ``anarchon_scheduler_started``
+        hook say when. A job the backend refuses is not a blip: that error is
+        logged on every try, never swallowed silently.
+        """
         if self._started:
             return
+        if wait:
+            await self._connect()
+            self._started, self._stopping = True, False
+            await self._begin()
+            return
+        self._started, self._stopping = True, False
+        self._tasks.spawn(self._connect_later())
+
+    @property
+    def ready(self) -> bool:
+        """Connected and scheduling (false while a ``start(wait=False)`` still waits for the backend)."""
+        return self._ready
+
+    async def _connect(self) -> None:
         await self._open_backend()
-        jobs = self._registry.all()
         try:
-            await self._prepare(jobs, raise_errors=True)
+            await self._prepare(self._registry.all(), raise_errors=True)
         except BaseException:
             await self._close_backend()
             raise
-        self._started = True
-        self._stopping = False
+
+    async def _connect_later(self) -> None:
+        delay = CONNECT_BACKOFF_MIN_S
+        while not self._stopping:
+            try:
+                await self._connect()
+            except Exception as exc:
+                log.warning(
+                    "backend %r not ready: %s; trying again in %.1f s (start(wait=False))",
+                    self.backend,
+                    error_text(exc),
+                    delay,
+                )
+                self._observers.backend_error("start", exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, CONNECT_BACKOFF_MAX_S)
+                continue
+            await self._begin()
+            return
+
+    async def _begin(self) -> None:
+        """Schedule every job: the timer, and on a lease backend catch-up and take-over."""
+        jobs = self._registry.all()
         self._batcher.start()
         self._timer.start(jobs, self.clock.now_ms())
+        self._ready = True
         self._tasks.spawn(self._timer.run())
         if self._recovery is not None:
             await self._recovery.catch_up()
@@ -267,7 +316,7 @@ class Scheduler:
         if self._keeper is not None:
             self._keeper.clear()
         await self._close_backend()
-        self._started = False
+        self._started = self._ready = False
         log.info("anarchon stopped: instance %s", self.instance_id)
         self._observers.scheduler_stopped()
 
@@ -281,28 +330,8 @@ class Scheduler:
         await self.stop()
 
     def run(self, grace_ms: int = 10_000) -> None:
-        """Run until SIGINT or SIGTERM, then stop gracefully. Blocks."""
-        asyncio.run(self._serve(grace_ms))
-
-    async def _serve(self, grace_ms: int) -> None:
-        """Start, wait for SIGINT or SIGTERM, stop with ``grace_ms``; a second signal cancels the runs now."""
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-
-        def signalled() -> None:
-            if stop.is_set():
-                log.warning("second signal: cancelling the running jobs now")
-                self._runner.cancel_all()
-            stop.set()
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, signalled)
-        await self.start()
-        try:
-            await stop.wait()
-        finally:
-            await self.stop(grace_ms)
+        """Run until SIGINT or SIGTERM, then stop gracefully (a second signal cancels runs now). Blocks."""
+        asyncio.run(serve(self, self._runner.cancel_all, grace_ms))
 
     async def _open_backend(self) -> None:
         if not self._backend_open:
@@ -372,18 +401,3 @@ class Scheduler:
                     break
                 slot_ms += 1  # another instance ran it in the same millisecond
             raise AnarchonError(f"run_now({name!r}): the backend did not grant a manual run; try again")
-
-
-def build_job(backend: Backend, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
-    """Build a job exactly as ``Scheduler.add()`` does, checks included, without adding it.
-
-    The name check, then the backend's :meth:`~anarchon.backend.Backend.job_options`
-    (tier defaults and refusals), then the job itself with its jitter fitted to
-    its schedule (:meth:`~anarchon.job.Job.fit_jitter`), then the backend's own
-    :meth:`~anarchon.backend.Backend.check_job`. The conformance suite builds
-    its jobs through this same function.
-    """
-    check_job_name(name)
-    job = Job(name, cron, func, backend.job_options(name, options)).fit_jitter(explicit="jitter_ms" in options)
-    backend.check_job(job)
-    return job
