@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from anarchon.memory import MemoryBackend, MemoryStore
-from anarchon_conformance import BackendFactory, BackendSuite
+from anarchon_conformance import BackendFactory, BackendSuite, PlantForeignRecord
 
 
 class TestMemoryBackend(BackendSuite):
@@ -13,3 +13,7 @@ class TestMemoryBackend(BackendSuite):
     def backend_factory(self) -> BackendFactory:
         store = MemoryStore()  # one store per test: its own namespace
         return lambda: MemoryBackend(store)
+
+    @pytest.fixture
+    def plant_foreign_record(self) -> PlantForeignRecord:
+        pytest.skip("the memory store holds Run objects of this process only: no other program can write to it")

@@ -21,14 +21,16 @@ import logging
 import math
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from ._errortext import clean_text
 from .run import Run, RunStatus
 
-__all__ = ["RecordError", "decode_run", "reset_skipped", "skipped_records"]
+__all__ = ["RecordError", "decode_run", "read_runs", "reset_skipped", "skipped_records"]
+
+Raw = TypeVar("Raw")
 
 log = logging.getLogger("anarchon.records")
 
@@ -159,3 +161,21 @@ def skipped_records() -> dict[str, int]:
 def reset_skipped() -> None:
     with _lock:
         _skipped.clear()
+
+
+async def read_runs(
+    fetch: Callable[[int], Awaitable[Sequence[Raw]]], decode: Callable[[Raw], Run | None], limit: int
+) -> list[Run]:
+    """The newest ``limit`` readable runs, asking ``fetch(n)`` for the newest ``n`` stored records.
+
+    Foreign records do not count against ``limit``: while some were skipped
+    and the store holds more, a larger batch is fetched, so ``last_run()``
+    still finds the newest run that can be read.
+    """
+    asked = limit
+    while True:
+        raws = await fetch(asked)
+        runs = [run for run in map(decode, raws) if run is not None]
+        if len(runs) >= limit or len(raws) < asked:
+            return runs[:limit]
+        asked += max(limit - len(runs), asked)

@@ -93,7 +93,8 @@ def history_run(raw: bytes | str, job: str) -> Run | None:
     except (ValueError, UnicodeDecodeError):
         return decode_run(raw, job=job)  # not JSON: the decoder logs and counts it
     if isinstance(data, dict):
-        return decode_run({(_FIELDS[k] if k in _FIELDS else k): v for k, v in data.items()}, job=job)
+        renamed: dict[str, Any] = {_FIELDS.get(str(k), str(k)): v for k, v in data.items()}
+        return decode_run(renamed, job=job)
     return decode_run(raw, job=job)
 
 

@@ -33,6 +33,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
+from anarchon._records import read_runs
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
 from anarchon.errors import BackendUnavailableError
 from anarchon.job import Job
@@ -354,8 +355,12 @@ class RedisBackend(Backend):
         if check_history_limit(limit) < 1:
             return []
         k = self._keys.job(job)
-        raws = await self._batch.call((S.HISTORY, [k.runs, k.order], [limit]))
-        return [run for run in (history_run(raw, job) for raw in raws) if run is not None]
+
+        async def fetch(n: int) -> list[Any]:
+            raws: list[Any] = await self._batch.call((S.HISTORY, [k.runs, k.order], [n]))
+            return raws
+
+        return await read_runs(fetch, lambda raw: history_run(raw, job), limit)
 
     async def now_ms(self) -> int:
         seconds, micros = await _keep_cancellation(self._redis().time())

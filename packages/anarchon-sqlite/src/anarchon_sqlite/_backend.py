@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import aiosqlite
 
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant
+from anarchon.options import check_history_limit
 from anarchon.run import Run
 
 from . import _store
@@ -248,6 +249,7 @@ class SQLiteBackend(Backend):
         return await self._write(_store.finish(grant, run))
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
+        limit = check_history_limit(limit)
         return await self._call(lambda conn: _store.history(conn, job, limit))
 
     # -- lease tier -------------------------------------------------------------------

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._options import OptionTests
     from ._ports import free_port
     from ._requires import requires
+    from ._robust import PlantForeignRecord, RobustnessTests
     from ._scheduler import SchedulerTests
     from ._suite import BackendSuite
 
@@ -41,6 +42,8 @@ __all__ = [
     "Instance",
     "LeaseTests",
     "OptionTests",
+    "PlantForeignRecord",
+    "RobustnessTests",
     "SchedulerTests",
     "SuiteBase",
     "eventually",
@@ -70,6 +73,8 @@ _HOME = {
     "OptionTests": "_options",
     "free_port": "_ports",
     "requires": "_requires",
+    "PlantForeignRecord": "_robust",
+    "RobustnessTests": "_robust",
     "SchedulerTests": "_scheduler",
     "BackendSuite": "_suite",
 }
