@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._options import OptionTests
     from ._ports import free_port
     from ._requires import requires
-    from ._robust import PlantForeignRecord, RobustnessTests
+    from ._robust import PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
     from ._scheduler import SchedulerTests
     from ._suite import BackendSuite
 
@@ -44,6 +44,7 @@ __all__ = [
     "OptionTests",
     "PlantForeignRecord",
     "RobustnessTests",
+    "SchedulerRobustnessTests",
     "SchedulerTests",
     "SuiteBase",
     "eventually",
@@ -75,6 +76,7 @@ _HOME = {
     "requires": "_requires",
     "PlantForeignRecord": "_robust",
     "RobustnessTests": "_robust",
+    "SchedulerRobustnessTests": "_robust",
     "SchedulerTests": "_scheduler",
     "BackendSuite": "_suite",
 }

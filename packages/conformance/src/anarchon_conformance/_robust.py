@@ -35,7 +35,7 @@ from ._base import SuiteBase
 from ._harness import BackendFactory, Conformance
 from ._jobs import finished_run, make_job, now_ms, unique_name
 
-__all__ = ["PlantForeignRecord", "RobustnessTests"]
+__all__ = ["PlantForeignRecord", "RobustnessTests", "SchedulerRobustnessTests"]
 
 #: ``await plant(backend, job_name, slot_ms)``: write, behind the started backend's back, a record of
 #: that job and slot that this version cannot read (not JSON, a wrong type, status ``bogus``, a time
@@ -167,3 +167,24 @@ class RobustnessTests(SuiteBase):
             assert [r.status for r in found] == [status], f"options {options!r}, error {error!r}: {found!r}"
         finally:
             await backend.close()
+
+
+class SchedulerRobustnessTests(SuiteBase):
+    """Through the scheduler: a job's unstorable error ends recorded ``failed``, on every backend."""
+
+    @pytest.mark.asyncio
+    @pytest.mark.parametrize("message", ["a\x00b", "\udcff.txt", "x" * 1_500_000])
+    async def test_a_job_raising_an_unstorable_error_is_recorded_failed(
+        self, conformance: Conformance, message: str
+    ) -> None:
+        def job() -> None:
+            raise ValueError(message)
+
+        name = unique_name("raises")
+        scheduler = await conformance.scheduler()
+        scheduler.add(name, "0 0 1 1 *", job)
+        run = await asyncio.wait_for(scheduler.run_now(name), 60)
+        assert run.status is RunStatus.FAILED, f"run_now() of a job raising ValueError({message[:20]!r}) gave {run!r}"
+        (stored,) = await scheduler.history(name)
+        assert stored.status is RunStatus.FAILED
+        assert stored.error is not None and stored.error.startswith("ValueError: ")

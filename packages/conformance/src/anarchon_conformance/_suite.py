@@ -6,13 +6,15 @@ from ._claim import ClaimTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
 from ._options import OptionTests
-from ._robust import RobustnessTests
+from ._robust import RobustnessTests, SchedulerRobustnessTests
 from ._scheduler import SchedulerTests
 
 __all__ = ["BackendSuite"]
 
 
-class BackendSuite(ClaimTests, HistoryTests, OptionTests, LeaseTests, SchedulerTests, RobustnessTests):
+class BackendSuite(
+    ClaimTests, HistoryTests, OptionTests, LeaseTests, SchedulerTests, RobustnessTests, SchedulerRobustnessTests
+):
     """Every conformance test; each gated on the capabilities it needs.
 
     Subclass it, name the subclass ``Test…`` and override ``backend_factory``.
