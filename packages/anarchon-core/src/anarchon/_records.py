@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from ._errortext import clean_text
 from .run import Run, RunStatus
 
-__all__ = ["RecordError", "decode_run", "read_runs", "reset_skipped", "skipped_records"]
+__all__ = ["RecordError", "decode_run", "read_runs", "reset_skipped", "skip", "skipped_records"]
 
 Raw = TypeVar("Raw")
 
@@ -138,18 +138,22 @@ def decode_run(raw: str | bytes | bytearray | Mapping[str, Any], *, job: str) ->
     try:
         return _parse(raw, job)
     except (RecordError, TypeError, OverflowError) as exc:
-        with _lock:
-            _skipped[job] += 1
-            first = _skipped[job] == 1
-        sample = clean_text(repr(raw), 120)
-        (log.warning if first else log.debug)(
-            "job %s: skipped a history record this version cannot read (%s): %s; "
-            "it was not written by anarchon, or by an incompatible version",
-            job,
-            exc,
-            sample,
-        )
+        skip(raw, job=job, reason=str(exc))
         return None
+
+
+def skip(raw: object, *, job: str, reason: str) -> None:
+    """Log (the first time per job, then at DEBUG) and count one record a backend cannot read."""
+    with _lock:
+        _skipped[job] += 1
+        first = _skipped[job] == 1
+    (log.warning if first else log.debug)(
+        "job %s: skipped a history record this version cannot read (%s): %s; "
+        "it was not written by anarchon, or by an incompatible version",
+        job,
+        reason,
+        clean_text(repr(raw), 120),
+    )
 
 
 def skipped_records() -> dict[str, int]:
