@@ -287,3 +287,48 @@ def test_a_foreign_record_is_skipped_logged_with_the_job_and_counted(
         assert decode_run(raw, job="nightly") is None  # type: ignore[arg-type]
     assert skipped_records() == {"nightly": 1}
     assert "job nightly" in caplog.text
+
+
+# -- a job calling stop(), a job blocking the loop -----------------------------------------
+
+
+async def test_current_job_is_seen_inside_a_run_and_in_the_tasks_it_starts() -> None:
+    from anarchon._inside import current_job, running_job
+
+    seen: list[str | None] = []
+
+    async def inner() -> None:
+        seen.append(current_job())
+
+    assert current_job() is None
+    with running_job("nightly"):
+        seen.append(current_job())
+        await asyncio.ensure_future(inner())
+        await asyncio.to_thread(lambda: seen.append(current_job()))
+    assert seen == ["nightly", "nightly", "nightly"]
+    assert current_job() is None
+
+
+async def test_the_watchdog_names_the_job_that_blocked_the_loop() -> None:
+    import time
+
+    from anarchon._watchdog import LoopWatchdog
+
+    active: set[str] = set()
+    seen: list[tuple[float, list[str]]] = []
+    dog = LoopWatchdog(
+        lambda: active, threshold_s=0.2, period_s=0.02, on_block=lambda lag, names: seen.append((lag, names))
+    )
+    dog.start()
+    await asyncio.sleep(0.1)
+    assert seen == []  # an idle loop is never reported
+    active.add("sleepy")
+    time.sleep(0.5)  # the job's blocking call
+    await asyncio.sleep(0.1)  # the run is recorded (an await) before it leaves the active runs
+    active.discard("sleepy")
+    await asyncio.sleep(0.1)
+    await dog.stop()
+    assert len(seen) == 1, seen
+    lag, names = seen[0]
+    assert names == ["sleepy"]
+    assert lag >= 0.2
