@@ -119,6 +119,24 @@ class RobustnessTests(SuiteBase):
         assert (await conformance.record(job, slot)).status is RunStatus.SUCCEEDED
 
     @pytest.mark.asyncio
+    @pytest.mark.parametrize(("limit", "error"), [(-1, ValueError), (MAX_HISTORY_SIZE + 1, ValueError),
+                                                  (True, TypeError), (1.5, TypeError), ("10", TypeError)])  # fmt: skip
+    async def test_history_refuses_a_bad_limit_before_the_driver_sees_it(
+        self, conformance: Conformance, limit: object, error: type[Exception]
+    ) -> None:
+        (a,) = await conformance.instances(1)
+        with pytest.raises(error, match="limit"):
+            await a.backend.history(unique_name("limit"), limit)  # type: ignore[arg-type]
+        assert await a.backend.history(unique_name("limit"), 0) == []
+
+    @pytest.mark.parametrize(("option", "value"), [("catch_up_ms", False), ("hand_over", 0), ("history_size", 2**63)])
+    def test_options_of_the_wrong_type_or_size_are_refused_on_every_tier(
+        self, conformance: Conformance, option: str, value: object
+    ) -> None:
+        with pytest.raises(InvalidJobError, match=option):
+            conformance.job("types", **{option: value})
+
+    @pytest.mark.asyncio
     async def test_random_error_texts_and_options_end_in_a_final_status(
         self, conformance: Conformance, backend_factory: BackendFactory
     ) -> None:
