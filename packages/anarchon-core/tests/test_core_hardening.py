@@ -332,3 +332,38 @@ async def test_the_watchdog_names_the_job_that_blocked_the_loop() -> None:
     lag, names = seen[0]
     assert names == ["sleepy"]
     assert lag >= 0.2
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt()])
+async def test_exit_exceptions_of_a_job_stay_inside_its_run(exc: BaseException) -> None:
+    from anarchon._calling import JobExit, call_async, call_sync
+
+    def sync_job() -> None:
+        raise exc
+
+    async def async_job() -> None:
+        raise exc
+
+    loop = asyncio.get_running_loop()
+    with pytest.raises(JobExit) as from_thread:
+        await loop.run_in_executor(None, call_sync, sync_job)
+    # In a task of its own, as the scheduler runs an async job: the loop must not see the exit.
+    task = asyncio.ensure_future(call_async(async_job()))
+    with pytest.raises(JobExit) as from_task:
+        await task
+    for info in (from_thread, from_task):
+        assert info.value.original is exc
+        assert str(info.value) == error_text(exc)
+        assert contained(info.value)
+
+
+async def test_call_async_awaits_what_a_lambda_returned() -> None:
+    from anarchon._calling import call_async
+
+    ran: list[int] = []
+
+    async def work() -> None:
+        ran.append(1)
+
+    await call_async((lambda: work())())
+    assert ran == [1]

@@ -18,8 +18,45 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-__all__ = ["contained", "settle"]
+from ._errortext import error_text
+
+__all__ = ["JobExit", "call_async", "call_sync", "contained", "settle"]
+
+
+class JobExit(Exception):
+    """A ``SystemExit`` or ``KeyboardInterrupt`` a job raised, carried as an ordinary exception.
+
+    asyncio re-raises those two out of the event loop from any task that
+    raises them, awaited or not, and a worker thread hands them to whoever
+    awaits its future; so they are turned into this where the job runs, and
+    the run records the original (``"SystemExit: 3"``).
+    """
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(error_text(original))
+        self.original = original
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def call_sync(func: Callable[..., Any], *args: Any) -> Any:
+    """Call a sync job function (in its worker thread), its exit exceptions carried as :class:`JobExit`."""
+    try:
+        return func(*args)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise JobExit(exc) from exc
+
+
+async def call_async(awaitable: Awaitable[Any]) -> Any:
+    """Await an async job (and whatever awaitable it returns), its exit exceptions carried as :class:`JobExit`."""
+    try:
+        return await settle(awaitable)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise JobExit(exc) from exc
 
 
 async def settle(value: object) -> object:
