@@ -10,14 +10,14 @@ import nats
 import pytest
 
 from anarchon.backend import Backend
-from anarchon_conformance import BackendFactory, BackendSuite, PlantForeignRecord
+from anarchon_conformance import BackendFactory, BackendSuite, HistoryLimitTests, PlantForeignRecord
 from anarchon_nats import NatsBackend
 from anarchon_nats._names import claims_subject, results_subject
 
 pytestmark = pytest.mark.nats
 
 
-class TestNatsConformance(BackendSuite):
+class TestNatsConformance(BackendSuite, HistoryLimitTests):
     @pytest.fixture
     async def backend_factory(self, nats_url: str) -> AsyncIterator[BackendFactory]:
         tag = uuid.uuid4().hex[:10]

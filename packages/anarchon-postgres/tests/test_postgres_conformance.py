@@ -6,7 +6,7 @@ import asyncpg
 import pytest
 
 from anarchon.backend import Backend
-from anarchon_conformance import BackendFactory, BackendSuite, PlantForeignRecord
+from anarchon_conformance import BackendFactory, BackendSuite, HistoryLimitTests, PlantForeignRecord
 from anarchon_postgres import PostgresBackend
 
 pytestmark = pytest.mark.postgres
@@ -17,7 +17,7 @@ _ROW = (
 )
 
 
-class TestPostgresConformance(BackendSuite):
+class TestPostgresConformance(BackendSuite, HistoryLimitTests):
     @pytest.fixture
     def backend_factory(self, pg_dsn: str, schema: str) -> BackendFactory:
         return lambda: PostgresBackend(pg_dsn, schema=schema)

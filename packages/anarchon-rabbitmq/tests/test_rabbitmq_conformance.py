@@ -6,13 +6,13 @@ import aio_pika
 import pytest
 
 from anarchon.backend import Backend
-from anarchon_conformance import BackendFactory, BackendSuite, PlantForeignRecord
+from anarchon_conformance import BackendFactory, BackendSuite, HistoryLimitTests, PlantForeignRecord
 from anarchon_rabbitmq import RabbitMQBackend
 
 pytestmark = pytest.mark.rabbitmq
 
 
-class TestRabbitMQConformance(BackendSuite):
+class TestRabbitMQConformance(BackendSuite, HistoryLimitTests):
     @pytest.fixture
     def backend_factory(self, rabbit_url: str, prefix: str) -> BackendFactory:
         return lambda: RabbitMQBackend(url=rabbit_url, prefix=prefix)

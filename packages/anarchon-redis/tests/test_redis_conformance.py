@@ -7,7 +7,14 @@ from collections.abc import AsyncIterator
 import pytest
 
 from anarchon.backend import Backend
-from anarchon_conformance import BackendFactory, BackendSuite, ClaimTests, LeaseTests, PlantForeignRecord
+from anarchon_conformance import (
+    BackendFactory,
+    BackendSuite,
+    ClaimTests,
+    HistoryLimitTests,
+    LeaseTests,
+    PlantForeignRecord,
+)
 from anarchon_redis import RedisBackend
 
 
@@ -57,7 +64,7 @@ class Store:
             await backend.close()
 
 
-class TestRedisConformance(BackendSuite):
+class TestRedisConformance(BackendSuite, HistoryLimitTests):
     @pytest.fixture
     async def backend_factory(self, redis_url: str) -> AsyncIterator[BackendFactory]:
         async for factory in _factory(redis_url):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from anarchon.backend import Backend
-from anarchon_conformance import BackendFactory, BackendSuite, PlantForeignRecord
+from anarchon_conformance import BackendFactory, BackendSuite, HistoryLimitTests, PlantForeignRecord
 from anarchon_sqlite import SQLiteBackend
 
 _ROW = (
@@ -18,7 +18,7 @@ _ROW = (
 )
 
 
-class TestSQLiteBackend(BackendSuite):
+class TestSQLiteBackend(BackendSuite, HistoryLimitTests):
     @pytest.fixture
     def backend_factory(self, tmp_path: Path) -> BackendFactory:
         path = tmp_path / "conformance.sqlite3"  # one file per test: its own namespace

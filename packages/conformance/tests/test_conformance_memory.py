@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from anarchon.memory import MemoryBackend, MemoryStore
-from anarchon_conformance import BackendFactory, BackendSuite, PlantForeignRecord
+from anarchon_conformance import BackendFactory, BackendSuite, HistoryLimitTests, PlantForeignRecord
 
 
-class TestMemoryBackend(BackendSuite):
+class TestMemoryBackend(BackendSuite, HistoryLimitTests):
     @pytest.fixture
     def backend_factory(self) -> BackendFactory:
         store = MemoryStore()  # one store per test: its own namespace

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._options import OptionTests
     from ._ports import free_port
     from ._requires import requires
-    from ._robust import PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
+    from ._robust import HistoryLimitTests, PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
     from ._scheduler import SchedulerTests
     from ._suite import BackendSuite
 
@@ -38,6 +38,7 @@ __all__ = [
     "ClaimTests",
     "Conformance",
     "FleetTests",
+    "HistoryLimitTests",
     "HistoryTests",
     "Instance",
     "LeaseTests",
@@ -74,6 +75,7 @@ _HOME = {
     "OptionTests": "_options",
     "free_port": "_ports",
     "requires": "_requires",
+    "HistoryLimitTests": "_robust",
     "PlantForeignRecord": "_robust",
     "RobustnessTests": "_robust",
     "SchedulerRobustnessTests": "_robust",

@@ -35,7 +35,7 @@ from ._base import SuiteBase
 from ._harness import BackendFactory, Conformance
 from ._jobs import finished_run, make_job, now_ms, unique_name
 
-__all__ = ["PlantForeignRecord", "RobustnessTests", "SchedulerRobustnessTests"]
+__all__ = ["HistoryLimitTests", "PlantForeignRecord", "RobustnessTests", "SchedulerRobustnessTests"]
 
 #: ``await plant(backend, job_name, slot_ms)``: write, behind the started backend's back, a record of
 #: that job and slot that this version cannot read (not JSON, a wrong type, status ``bogus``, a time
@@ -118,17 +118,6 @@ class RobustnessTests(SuiteBase):
         assert await a.finish(result.grant)
         assert (await conformance.record(job, slot)).status is RunStatus.SUCCEEDED
 
-    @pytest.mark.asyncio
-    @pytest.mark.parametrize(("limit", "error"), [(-1, ValueError), (MAX_HISTORY_SIZE + 1, ValueError),
-                                                  (True, TypeError), (1.5, TypeError), ("10", TypeError)])  # fmt: skip
-    async def test_history_refuses_a_bad_limit_before_the_driver_sees_it(
-        self, conformance: Conformance, limit: object, error: type[Exception]
-    ) -> None:
-        (a,) = await conformance.instances(1)
-        with pytest.raises(error, match="limit"):
-            await a.backend.history(unique_name("limit"), limit)  # type: ignore[arg-type]
-        assert await a.backend.history(unique_name("limit"), 0) == []
-
     @pytest.mark.parametrize(("option", "value"), [("catch_up_ms", False), ("hand_over", 0), ("history_size", 2**63)])
     def test_options_of_the_wrong_type_or_size_are_refused_on_every_tier(
         self, conformance: Conformance, option: str, value: object
@@ -206,3 +195,22 @@ class SchedulerRobustnessTests(SuiteBase):
         (stored,) = await scheduler.history(name)
         assert stored.status is RunStatus.FAILED
         assert stored.error is not None and stored.error.startswith("ValueError: ")
+
+
+class HistoryLimitTests(SuiteBase):
+    """Opt-in, not part of :class:`BackendSuite`: ``history()`` checks its ``limit`` before its driver sees it.
+
+    The repository's backends do (with :func:`anarchon.options.check_history_limit`);
+    add this mixin to your suite class to hold yours to it too.
+    """
+
+    @pytest.mark.asyncio
+    @pytest.mark.parametrize(("limit", "error"), [(-1, ValueError), (MAX_HISTORY_SIZE + 1, ValueError),
+                                                  (True, TypeError), (1.5, TypeError), ("10", TypeError)])  # fmt: skip
+    async def test_history_refuses_a_bad_limit_before_the_driver_sees_it(
+        self, conformance: Conformance, limit: object, error: type[Exception]
+    ) -> None:
+        (a,) = await conformance.instances(1)
+        with pytest.raises(error, match="limit"):
+            await a.backend.history(unique_name("limit"), limit)  # type: ignore[arg-type]
+        assert await a.backend.history(unique_name("limit"), 0) == []
