@@ -215,6 +215,16 @@ def test_wheel_carries_the_license_and_py_typed_and_no_build_files(dists: Dists,
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]
 
 
+@pytest.mark.parametrize("folder", ["anarchon-redis"])
+def test_the_lua_scripts_are_in_the_wheel(dists: Dists, folder: str) -> None:
+    sources = ROOT / "packages" / folder / "src"
+    expected = {p.relative_to(sources).as_posix() for p in (sources / "anarchon_redis" / "lua").rglob("*.lua")}
+    with zipfile.ZipFile(dists.wheel(folder)) as wheel:
+        names = set(wheel.namelist())
+    assert expected, "no .lua files found in the sources"
+    assert expected <= names, f"missing from the wheel: {sorted(expected - names)}"
+
+
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)
 def test_sdist_builds_anywhere(dists: Dists, distribution: str) -> None:
     """An sdist has no ../../VERSION: it must carry the version and license itself."""

@@ -26,6 +26,12 @@ def test_schema_names_are_checked(bad):
         PostgresBackend(schema=bad)
 
 
+@pytest.mark.parametrize("system", ["information_schema", "INFORMATION_SCHEMA", "pg_catalog", "pg_toast", "pg_temp_3"])
+def test_system_schemas_are_refused(system):
+    with pytest.raises(ValueError, match="system schema"):
+        PostgresBackend(schema=system)
+
+
 def test_declares_the_lease_tier():
     caps = PostgresBackend.capabilities
     assert (caps.lease, caps.history_ttl, caps.server_clock, caps.multi_process) == (True, True, True, True)

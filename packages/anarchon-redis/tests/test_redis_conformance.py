@@ -6,8 +6,32 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from anarchon_conformance import BackendFactory, BackendSuite, ClaimTests, LeaseTests
+from anarchon.backend import Backend
+from anarchon_conformance import (
+    BackendFactory,
+    BackendSuite,
+    ClaimTests,
+    HistoryLimitTests,
+    LeaseTests,
+    PlantForeignRecord,
+)
 from anarchon_redis import RedisBackend
+
+
+async def _plant(backend: Backend, job: str, slot_ms: int) -> None:
+    """Records under the job's keys that no version wrote: not JSON, wrong types, bogus status, huge times."""
+    assert isinstance(backend, RedisBackend)
+    k = backend._keys.job(job)
+    records = {
+        str(slot_ms): "not json {",
+        str(slot_ms + 1): '{"slot": 1e20, "status": "succeeded", "instance": "x"}',
+        str(slot_ms + 2): f'{{"slot": {slot_ms + 2}, "status": "bogus", "instance": "x"}}',
+        str(slot_ms + 3): f'{{"slot": {slot_ms + 3}, "status": "succeeded", "instance": "x", "started": 1e300}}',
+        str(slot_ms + 4): "[1, 2]",
+    }
+    client = backend._redis()
+    await client.hset(k.runs, mapping=records)
+    await client.zadd(k.order, {rid: int(rid) * 2 for rid in records})
 
 
 async def _factory(url: str) -> AsyncIterator[BackendFactory]:
@@ -40,11 +64,15 @@ class Store:
             await backend.close()
 
 
-class TestRedisConformance(BackendSuite):
+class TestRedisConformance(BackendSuite, HistoryLimitTests):
     @pytest.fixture
     async def backend_factory(self, redis_url: str) -> AsyncIterator[BackendFactory]:
         async for factory in _factory(redis_url):
             yield factory
+
+    @pytest.fixture
+    def plant_foreign_record(self) -> PlantForeignRecord:
+        return _plant
 
 
 class TestRedisClusterConformance(ClaimTests, LeaseTests):

@@ -11,16 +11,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from ._errortext import error_text
 from .backend import Backend
 from .observers import Observers
 
 __all__ = ["BackendHealth", "error_text"]
 
 log = logging.getLogger("anarchon.backend")
-
-
-def error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 class BackendHealth:

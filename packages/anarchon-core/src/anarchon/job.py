@@ -36,6 +36,15 @@ def _takes_context(name: str, func: Callable[..., Any]) -> bool:
         for p in sig.parameters.values()
         if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
+    keyword_only = [p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if keyword_only:
+        raise InvalidJobError(
+            f"job {name!r}: its function {getattr(func, '__qualname__', func)!r} requires the keyword "
+            f"argument(s) {', '.join(keyword_only)}, which no run passes; give them defaults, or bind them "
+            "with functools.partial",
+            option="func",
+            value=func,
+        )
     positional = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
     if len(required) > 1:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from .backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
+from .options import check_history_limit
 from .run import Run, RunStatus, ms_to_datetime
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ class MemoryBackend(LeaseBackend):
         return self.store.finish(grant, run)
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
-        return self.store.history(job, limit)
+        return self.store.history(job, check_history_limit(limit))
 
     async def now_ms(self) -> int:
         return self.store.clock()

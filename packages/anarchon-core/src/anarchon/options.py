@@ -17,7 +17,16 @@ from .capabilities import Capabilities
 from .distributions import LEASE_BACKENDS_HINT
 from .errors import InvalidJobError, UnsupportedOptionError
 
-__all__ = ["JOB_NAME_PATTERN", "JobOptions", "check_job_name", "resolve_options"]
+__all__ = [
+    "JOB_NAME_PATTERN",
+    "MAX_ATTEMPTS",
+    "MAX_DURATION_MS",
+    "MAX_HISTORY_SIZE",
+    "JobOptions",
+    "check_history_limit",
+    "check_job_name",
+    "resolve_options",
+]
 
 JOB_NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
@@ -34,6 +43,19 @@ LEASE_ONLY: dict[str, object] = {
 
 #: Shorter leases cannot be renewed (every third of them) over a real network.
 MIN_LEASE_MS = 100
+
+# Upper bounds of the stored integers, the same on every backend: each is far
+# below what the narrowest store holds (Lua numbers are doubles, exact to
+# 2**53; PostgreSQL ``integer`` is 2**31 - 1; a RabbitMQ stream is sized at
+# 3,600 bytes per run; a slot plus a duration must stay a ``datetime``), so a
+# value add() accepts can never stop a backend. The core README has the table.
+
+#: Ten years: any duration (jitter, lateness, timeout, lease, TTL, catch-up window).
+MAX_DURATION_MS = 10 * 365 * 86_400_000
+#: Runs kept per job (a RabbitMQ stream of this many runs takes 3.6 GB).
+MAX_HISTORY_SIZE = 1_000_000
+#: Tries of one slot.
+MAX_ATTEMPTS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -67,20 +89,67 @@ def check_job_name(name: object) -> str:
     return name
 
 
+def check_history_limit(limit: object) -> int:
+    """``history(limit=...)`` checked before any driver sees it: an integer from 0 to MAX_HISTORY_SIZE.
+
+    Every backend calls this first in ``history()``; 0 gives ``[]``.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"history limit={limit!r} must be an integer, for example limit=100")
+    if not 0 <= limit <= MAX_HISTORY_SIZE:
+        raise ValueError(
+            f"history limit={limit!r} must be from 0 to {MAX_HISTORY_SIZE:,} (no job keeps more runs); "
+            "for example limit=100"
+        )
+    return limit
+
+
 def _where(job: str, backend: str) -> str:
     return f"job {job!r} on backend {backend!r}"
 
 
-def _int(job: str, backend: str, option: str, value: object, *, minimum: int, example: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+#: The integer options: (smallest, largest, example).
+INT_BOUNDS: dict[str, tuple[int, int, int]] = {
+    "jitter_ms": (0, MAX_DURATION_MS, 2000),
+    "max_late_ms": (1, MAX_DURATION_MS, 60_000),
+    "timeout_ms": (1, MAX_DURATION_MS, 120_000),
+    "history_size": (1, MAX_HISTORY_SIZE, 1000),
+    "history_ttl_ms": (1, MAX_DURATION_MS, 7 * 86_400_000),
+    "lease_ms": (MIN_LEASE_MS, MAX_DURATION_MS, 30_000),
+    "max_attempts": (1, MAX_ATTEMPTS, 3),
+    "catch_up_ms": (0, MAX_DURATION_MS, 3_600_000),
+}
+#: Options that may also be ``None`` (off).
+NULLABLE = frozenset({"timeout_ms", "history_ttl_ms"})
+
+
+def _int(job: str, backend: str, option: str, value: object) -> int:
+    minimum, maximum, example = INT_BOUNDS[option]
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        unit = " (milliseconds; the largest is ten years)" if option.endswith("_ms") else ""
         raise InvalidJobError(
-            f"{_where(job, backend)}: {option}={value!r} must be {bound}"
-            f"{' (milliseconds)' if option.endswith('_ms') else ''}; for example {option}={example}",
+            f"{_where(job, backend)}: {option}={value!r} must be an integer from {minimum:,} to {maximum:,}"
+            f"{unit}, which every backend can store; for example {option}={example}",
             option=option,
             value=value,
         )
     return value
+
+
+def _check_type(job: str, backend: str, option: str, value: object) -> None:
+    """The checks of one explicit value that hold on every tier, made before the tier is looked at.
+
+    So ``catch_up_ms=False`` or ``hand_over=0`` is refused on a claim backend as on a
+    lease backend, though ``False == 0`` would pass for the claim tier's value.
+    """
+    if option in INT_BOUNDS and not (value is None and option in NULLABLE):
+        _int(job, backend, option, value)
+    elif option == "hand_over" and not isinstance(value, bool):
+        raise InvalidJobError(
+            f"{_where(job, backend)}: hand_over={value!r} must be True or False",
+            option="hand_over",
+            value=value,
+        )
 
 
 def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabilities, backend: str) -> JobOptions:
@@ -96,6 +165,9 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
             f"{_where(job, backend)}: unknown option(s) {', '.join(unknown)}; "
             f"the options are {', '.join(sorted(OPTION_NAMES))}"
         )
+    for option, value in explicit.items():
+        if not (value is None and option in LEASE_ONLY and not capabilities.lease):
+            _check_type(job, backend, option, value)
     values: dict[str, Any] = {}
     if not capabilities.lease:
         for option, claim_value in LEASE_ONLY.items():
@@ -136,16 +208,10 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
             value=tz,
         ) from exc
 
-    _int(job, backend, "jitter_ms", opts.jitter_ms, minimum=0, example=2000)
-    _int(job, backend, "max_late_ms", opts.max_late_ms, minimum=1, example=60_000)
-    if opts.timeout_ms is not None:
-        _int(job, backend, "timeout_ms", opts.timeout_ms, minimum=1, example=120_000)
-    _int(job, backend, "history_size", opts.history_size, minimum=1, example=1000)
-    if opts.history_ttl_ms is not None:
-        _int(job, backend, "history_ttl_ms", opts.history_ttl_ms, minimum=1, example=7 * 86_400_000)
-    _int(job, backend, "lease_ms", opts.lease_ms, minimum=MIN_LEASE_MS, example=30_000)
-    _int(job, backend, "max_attempts", opts.max_attempts, minimum=1, example=3)
-    _int(job, backend, "catch_up_ms", opts.catch_up_ms, minimum=0, example=3_600_000)
+    for option in INT_BOUNDS:
+        value = getattr(opts, option)
+        if not (value is None and option in NULLABLE):
+            _int(job, backend, option, value)
     if opts.overlap not in ("skip", "allow"):
         raise InvalidJobError(
             f"{_where(job, backend)}: overlap={opts.overlap!r} must be 'skip' or 'allow'",

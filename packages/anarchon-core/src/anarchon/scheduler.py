@@ -20,9 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import secrets
-import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
@@ -33,6 +30,7 @@ from ._active import ActiveRuns
 from ._batcher import ClaimBatcher
 from ._build import build_job
 from ._health import BackendHealth, error_text
+from ._identity import check_instance_id, default_instance_id
 from ._keeper import LeaseKeeper
 from ._recovery import Recovery
 from ._registry import JobRegistry
@@ -66,10 +64,6 @@ TASKS_BOUND_S = 1.0
 CONNECT_BACKOFF_MIN_S, CONNECT_BACKOFF_MAX_S = 0.2, 30.0
 
 
-def _default_instance_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
-
-
 class Scheduler:
     """Runs each slot of each job on exactly one instance.
 
@@ -89,7 +83,7 @@ class Scheduler:
     ) -> None:
         self._plugins = PluginManager(plugins)
         self.backend = self._plugins.resolve(backend)
-        self.instance_id = instance_id or _default_instance_id()
+        self.instance_id = check_instance_id(instance_id) if instance_id is not None else default_instance_id()
         self.clock: Clock = clock or SystemClock()
         self._registry = JobRegistry()
         self._observers = Observers(self._plugins, self)
@@ -181,6 +175,7 @@ class Scheduler:
 
     def add(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
         """Register a job; every option is checked here, before anything runs."""
+        check_job_name(name)
         if name in self._registry:
             raise ValueError(f"a job named {name!r} is already added; remove() it first or pick another name")
         job = self.build_job(name, cron, func, **options)

@@ -12,8 +12,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from anarchon._errortext import clean_text
+from anarchon._records import decode_run, skip
 from anarchon.backend import Claim, Grant
-from anarchon.run import Run, RunStatus, ms_to_datetime
+from anarchon.run import Run, RunStatus
 
 __all__ = ["ClaimRecord", "decode_claim", "encode_claim", "encode_result", "join_history"]
 
@@ -65,16 +67,20 @@ class ClaimRecord:
             started_at_ms=self.started_at_ms,
         )
 
-    def run(self) -> Run:
-        return Run(
+    def run(self) -> Run | None:
+        """The ``running`` record this claim stands for; ``None`` (logged, counted) when its numbers cannot be."""
+        return decode_run(
+            {
+                "job": self.job,
+                "slot_ms": self.slot_ms,
+                "status": RunStatus.RUNNING.value,
+                "instance": self.instance,
+                "manual": self.manual,
+                "catch_up": self.catch_up,
+                "missed": self.missed,
+                "started_at": self.started_at_ms,
+            },
             job=self.job,
-            slot_ms=self.slot_ms,
-            status=RunStatus.RUNNING,
-            instance=self.instance,
-            manual=self.manual,
-            catch_up=self.catch_up,
-            missed=self.missed,
-            started_at=ms_to_datetime(self.started_at_ms),
         )
 
 
@@ -115,18 +121,17 @@ def decode_claim(data: bytes | None) -> ClaimRecord | None:
 
 def encode_result(grant: Grant, run: Run) -> bytes:
     body: dict[str, Any] = {"v": _VERSION, "token": grant.token, **run.to_dict()}
+    if run.error is not None:
+        body["error"] = clean_text(run.error)  # bounded: a NATS message holds 1 MB at most
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def decode_result(data: bytes | None) -> Run | None:
-    try:
-        d = json.loads(data or b"")
-        return Run.from_dict(d)
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return None
+def decode_result(data: bytes | None, job: str) -> Run | None:
+    """The result through the core's tolerant decoder: ``None`` (logged, counted) for a foreign message."""
+    return decode_run(data or b"", job=job)
 
 
-def join_history(messages: Iterable[tuple[str, bytes | None]], limit: int) -> list[Run]:
+def join_history(messages: Iterable[tuple[str, bytes | None]], limit: int, job: str) -> list[Run]:
     """Runs from ``(kind, payload)`` pairs, kind ``"claims"`` or ``"results"``; newest slot first.
 
     A result wins over its claim. Results can outlive their claims (the claims
@@ -136,14 +141,16 @@ def join_history(messages: Iterable[tuple[str, bytes | None]], limit: int) -> li
     finished: set[RunKey] = set()
     for kind, data in messages:
         if kind == "results":
-            run = decode_result(data)
+            run = decode_result(data, job)
             if run is not None:
                 key = (run.slot_ms, run.manual)
                 runs[key] = run
                 finished.add(key)
         elif kind == "claims":
             claim = decode_claim(data)
-            if claim is not None and claim.key not in finished:
-                runs[claim.key] = claim.run()
+            if claim is None:
+                skip(data, job=job, reason="not a claim this version wrote")
+            elif claim.key not in finished and (running := claim.run()) is not None:
+                runs[claim.key] = running
     ordered = sorted(runs.values(), key=lambda r: (r.slot_ms, r.manual), reverse=True)
     return ordered[:limit]

@@ -27,7 +27,7 @@ from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
 from anarchon.errors import BackendUnavailableError, InvalidJobError
-from anarchon.options import check_job_name
+from anarchon.options import check_history_limit, check_job_name
 
 from ._names import (
     check_prefix,
@@ -356,12 +356,12 @@ class NatsBackend(Backend):
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         """Reads the job's claims and results with a short-lived consumer and joins them."""
         check_job_name(job)
-        if limit <= 0:
+        if check_history_limit(limit) == 0:
             return []
         js = self._jetstream()
         assert self._nc is not None
         messages = await self._read(self._nc, js, job_filter(self.prefix, job))
-        return join_history(messages, limit)
+        return join_history(messages, limit, job)
 
     async def _read(self, nc: Client, js: JetStreamContext, subject: str) -> list[tuple[str, bytes | None]]:
         """Every message on ``subject`` in stream order, as ``(last token, payload)`` pairs.

@@ -40,8 +40,11 @@ def check_schema_name(schema: object) -> str:
             f"schema={schema!r} is not a plain PostgreSQL identifier: use 1 to 63 letters, digits or '_', "
             "not starting with a digit, for example schema='anarchon'"
         )
-    if schema.lower().startswith("pg_"):
-        raise ValueError(f"schema={schema!r}: names starting with 'pg_' are reserved by PostgreSQL; pick another")
+    if schema.lower().startswith("pg_") or schema.lower() == "information_schema":
+        raise ValueError(
+            f"schema={schema!r} is a PostgreSQL system schema (pg_catalog, pg_toast, pg_*, information_schema): "
+            "anarchon's tables must not live there; pick another, for example schema='anarchon'"
+        )
     return schema
 
 

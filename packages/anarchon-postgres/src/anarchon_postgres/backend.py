@@ -10,8 +10,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 import asyncpg  # type: ignore[import-untyped]
 
+from anarchon._errortext import clean_text
+from anarchon._records import decode_run, read_runs
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.errors import BackendUnavailableError
+from anarchon.options import check_history_limit
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
 from ._replication import asynchronous_standbys
@@ -363,7 +366,7 @@ class PostgresBackend(LeaseBackend):
             run.started_at,
             run.finished_at,
             run.duration_ms,
-            run.error,
+            None if run.error is None else clean_text(run.error),  # no NUL, no lone surrogate: text refuses both
         )
 
         async def op(conn: asyncpg.Connection, retry: bool) -> bool:
@@ -373,32 +376,17 @@ class PostgresBackend(LeaseBackend):
         return await self._call("finish", op)
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"limit={limit!r} must be an integer >= 0")
+        check_history_limit(limit)
         self._missing_schema()
 
-        async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
-            rows: list[asyncpg.Record] = await conn.fetch(self._sql.history, job, limit, timeout=self._timeout)
-            return rows
+        async def fetch(n: int) -> list[asyncpg.Record]:
+            async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
+                rows: list[asyncpg.Record] = await conn.fetch(self._sql.history, job, n, timeout=self._timeout)
+                return rows
 
-        return [
-            Run(
-                job=r["job"],
-                slot_ms=r["slot_ms"],
-                status=RunStatus(r["status"]),
-                instance=r["instance"],
-                attempt=r["attempt"],
-                fencing=r["fencing"],
-                manual=r["manual"],
-                catch_up=r["catch_up"],
-                started_at=r["started_at"],
-                finished_at=r["finished_at"],
-                duration_ms=r["duration_ms"],
-                error=r["error"],
-                missed=r["missed"],
-            )
-            for r in await self._call("history", op)
-        ]
+            return await self._call("history", op)
+
+        return await read_runs(fetch, lambda r: decode_run(dict(r.items()), job=job), limit)
 
     async def now_ms(self) -> int:
         async def op(conn: asyncpg.Connection, retry: bool) -> int:

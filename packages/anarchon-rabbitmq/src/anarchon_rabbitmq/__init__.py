@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .backend import RabbitMQBackend
+from .backend import ForeignQueueError, RabbitMQBackend
 
-__all__ = ["RabbitMQBackend"]
+__all__ = ["ForeignQueueError", "RabbitMQBackend"]

@@ -25,6 +25,7 @@ from pamqp import commands as spec
 
 from anarchon.backend import Claim, Outcome
 
+from ._arguments import difference
 from ._channels import ChannelPool
 
 __all__ = ["claim_gate"]
@@ -43,17 +44,21 @@ def _body(c: Claim) -> bytes:
 
 
 async def claim_gate(pool: ChannelPool, queue: str, arguments: dict[str, object], c: Claim, timeout: float) -> Outcome:
-    """WON on the broker's ack, LOST on its nack, UNKNOWN when the answer was lost."""
+    """WON on the broker's ack, LOST on its nack, UNKNOWN when the answer was lost or the gate is not one.
+
+    A gate that exists with another ``x-expires`` (an instance with another
+    ``slot_ttl_ms``) is used with that value, as the seed says; one without
+    ``x-max-length 1`` and ``x-overflow reject-publish`` (declared plain by
+    someone else, or by an older version) would let every publish in, so the
+    slot answers UNKNOWN and is never run from it.
+    """
     body = _body(c)
-    passive = False
+    arguments = dict(arguments)
     for _ in range(_ATTEMPTS):
         async with pool.lend() as lent:
             props = spec.Basic.Properties(delivery_mode=2, content_type="application/json", message_id=c.token)
             try:
-                if passive:
-                    await lent.raw.queue_declare(queue, passive=True, nowait=True)
-                else:
-                    await lent.raw.queue_declare(queue, durable=True, arguments=arguments, nowait=True)
+                await lent.raw.queue_declare(queue, durable=True, arguments=arguments, nowait=True)
                 answer = await lent.raw.basic_publish(
                     body, routing_key=queue, properties=props, mandatory=True, timeout=timeout
                 )
@@ -65,17 +70,31 @@ async def claim_gate(pool: ChannelPool, queue: str, arguments: dict[str, object]
             except DeliveryError as exc:
                 return Outcome.LOST if isinstance(exc.frame, spec.Basic.Nack) else Outcome.UNKNOWN
             except ChannelPreconditionFailed as exc:
-                # Declared by an instance with another slot_ttl_ms: use the queue as it is.
                 lent.discard()
-                log.debug("gate queue %s exists with other arguments (%s); claiming it as it is", queue, exc)
-                passive = True
-                continue
+                found = difference(exc)
+                if found is not None and found.argument == "x-expires":
+                    # Declared by an instance with another slot_ttl_ms: declare it with its own expiry.
+                    expires = found.integer()
+                    if expires is None:
+                        arguments.pop("x-expires", None)
+                    else:
+                        arguments["x-expires"] = expires
+                    log.debug("gate queue %s has x-expires %s; declaring it with that", queue, found.current)
+                    continue
+                log.error(
+                    "job %s, slot %s: gate queue %s exists without the arguments a gate needs "
+                    "(x-max-length 1, x-overflow reject-publish): %s; not running this slot, since every "
+                    "instance could win it. Delete that queue, and find who declares it",
+                    c.job.name,
+                    c.slot_ms,
+                    queue,
+                    exc,
+                )
+                return Outcome.UNKNOWN
             except ChannelNotFoundEntity as exc:
-                # RabbitMQ 3.10 declare race ("home node ... is down"), or a passive
-                # declare of a gate that expired meanwhile: nothing was enqueued.
+                # RabbitMQ 3.10 declare race ("home node ... is down"): nothing was enqueued.
                 lent.discard()
                 log.debug("declaring gate queue %s failed (%s); trying again on a new channel", queue, exc)
-                passive = False
                 continue
             except ChannelAccessRefused:
                 lent.discard()

@@ -25,6 +25,8 @@ import aio_pika.abc
 from aiormq.abc import DeliveredMessage
 from aiormq.exceptions import ChannelNotFoundEntity
 
+from anarchon._errortext import clean_text
+from anarchon._records import decode_run, skip
 from anarchon.run import Run, RunStatus
 
 __all__ = [
@@ -84,23 +86,27 @@ def _cut(text: str | None) -> str | None:
 
 def encode_record(token: str, run: Run) -> bytes:
     data = run.to_dict()
-    data["error"] = _cut(run.error)
+    data["error"] = _cut(None if run.error is None else clean_text(run.error))  # UTF-8 refuses lone surrogates
     return json.dumps({"v": 1, "token": token, "run": data}, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def decode_record(body: bytes) -> tuple[str, Run] | None:
-    """``None`` for a message that is not one of ours (someone published by hand)."""
+def decode_record(body: bytes, job: str) -> tuple[str, Run] | None:
+    """``None`` (logged and counted by the core's decoder) for a message that is not one of ours."""
     try:
         data = json.loads(body)
-        return str(data["token"]), Run.from_dict(data["run"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, UnicodeDecodeError):
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("token"), str) or not isinstance(data.get("run"), dict):
+        skip(body, job=job, reason="not a JSON object with a token and a run")
         return None
+    run = decode_run(data["run"], job=job)
+    return None if run is None else (data["token"], run)
 
 
-def fold(bodies: Iterable[bytes], limit: int) -> list[Run]:
+def fold(bodies: Iterable[bytes], limit: int, job: str) -> list[Run]:
     runs: dict[tuple[int, bool], Run] = {}
     for body in bodies:
-        record = decode_record(body)
+        record = decode_record(body, job)
         if record is None:
             continue
         run = record[1]

@@ -22,10 +22,11 @@ from aiormq.exceptions import (
 from pamqp import commands as spec
 
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
-from anarchon.errors import BackendUnavailableError, InvalidJobError
-from anarchon.options import JobOptions, check_job_name
+from anarchon.errors import AnarchonError, BackendUnavailableError, InvalidJobError
+from anarchon.options import JobOptions, check_history_limit, check_job_name
 from anarchon.run import Run
 
+from ._arguments import difference
 from ._channels import ChannelPool
 from ._gate import claim_gate
 from ._history import encode_record, fold, read_stream, stream_arguments
@@ -36,7 +37,7 @@ from ._url import read_amqp_url, redact_amqp
 if TYPE_CHECKING:
     from anarchon.job import Job
 
-__all__ = ["RabbitMQBackend"]
+__all__ = ["ForeignQueueError", "RabbitMQBackend"]
 
 log = logging.getLogger("anarchon.rabbitmq")
 
@@ -56,6 +57,14 @@ _RECORD_ATTEMPTS = 3
 #: the loss may have been the broker's restart, which can forget their gates (clocks are taken to agree
 #: within this).
 RESTART_MARGIN_MS = 1_000
+#: A history stream's arguments that follow the first instance's history_size, so may differ.
+_STREAM_SIZES = frozenset({"x-max-length-bytes", "x-stream-max-segment-size-bytes"})
+
+
+class ForeignQueueError(AnarchonError, RuntimeError):
+    """A queue anarchon needs exists with arguments it cannot work with (declared by someone else)."""
+
+
 #: Streams, which hold each job's history, arrived in RabbitMQ 3.9.
 MIN_BROKER_VERSION = (3, 9)
 _VERSION = re.compile(r"\s*(\d+)\.(\d+)")
@@ -306,12 +315,13 @@ class RabbitMQBackend(Backend):
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         check_job_name(job)
+        check_history_limit(limit)
         queue = history_queue(self.prefix, job)
         await self._settled(queue)
         connection, _ = await self._records.get()
         bodies = await read_stream(connection, queue, OPERATION_TIMEOUT_S)
         size = self._history_sizes.get(job)
-        return fold(bodies, min(limit, size) if size else limit)
+        return fold(bodies, min(limit, size) if size else limit, job)
 
     async def _append(self, job: str, token: str, run: Run) -> None:
         """Write one record; retried on a new connection, since a record twice folds into one run."""
@@ -357,30 +367,39 @@ class RabbitMQBackend(Backend):
         self._declaring.pop(queue, None)
 
     async def _declare_stream(self, queue: str, history_size: int) -> None:
-        passive = False
-        for _ in range(4):
+        """Declare the job's history stream; one that exists is used only if it is a stream of ours.
+
+        Its sizes may differ (another instance's ``history_size``: the seed
+        says the first size stays), so they are adopted from the broker's
+        answer; any other difference (a classic queue of that name) is refused.
+        """
+        arguments = stream_arguments(history_size)
+        for _ in range(6):
             _, pool = await self._records.get()
             async with pool.lend() as lent:
                 try:
-                    if passive:
-                        await lent.raw.queue_declare(queue, passive=True, timeout=OPERATION_TIMEOUT_S)
-                    else:
-                        await lent.raw.queue_declare(
-                            queue, durable=True, arguments=stream_arguments(history_size), timeout=OPERATION_TIMEOUT_S
-                        )
+                    await lent.raw.queue_declare(queue, durable=True, arguments=arguments, timeout=OPERATION_TIMEOUT_S)
                 except ChannelPreconditionFailed as exc:
                     lent.discard()
+                    found = difference(exc)
+                    size = found.integer() if found is not None and found.argument in _STREAM_SIZES else None
+                    if found is None or size is None:
+                        raise ForeignQueueError(
+                            f"history queue {queue!r} exists, but not as the stream anarchon declares "
+                            f"(x-queue-type stream, x-max-length-bytes): {exc}; it was declared by someone else "
+                            "or is a classic queue. Delete it (its messages are lost) or use another prefix="
+                        ) from exc
+                    arguments[found.argument] = size
                     log.info(
-                        "history stream %s exists with other arguments (%s); using it as it is "
-                        "(delete it to resize, which deletes that job's history)",
+                        "history stream %s exists with %s=%s; using that (delete it to resize, which deletes "
+                        "that job's history)",
                         queue,
-                        exc,
+                        found.argument,
+                        size,
                     )
-                    passive = True
                     continue
                 except ChannelNotFoundEntity:
                     lent.discard()
-                    passive = False
                     continue
             self._streams[queue] = time.monotonic() + STREAM_SETTLE_S
             return

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from anarchon._errortext import clean_text
+from anarchon._records import decode_run
 from anarchon.backend import Grant
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
-__all__ = ["final_record", "grant_of", "run_of", "text"]
+__all__ = ["final_record", "grant_of", "history_run", "run_of", "text"]
 
 
 def text(value: bytes | str) -> str:
@@ -44,7 +46,7 @@ def final_record(run: Run) -> str:
             "started": datetime_to_ms(run.started_at) if run.started_at else None,
             "finished": datetime_to_ms(run.finished_at) if run.finished_at else None,
             "duration": run.duration_ms,
-            "error": run.error,
+            "error": None if run.error is None else clean_text(run.error),
             "fin": True,
         },
         separators=(",", ":"),
@@ -78,6 +80,22 @@ def run_of(raw: bytes | str) -> Run:
         error=d.get("error"),
         missed=int(d.get("missed", 0)),
     )
+
+
+#: The names the scripts store (short: Lua builds them), as the core's record fields.
+_FIELDS = {"slot": "slot_ms", "started": "started_at", "finished": "finished_at", "duration": "duration_ms"}
+
+
+def history_run(raw: bytes | str, job: str) -> Run | None:
+    """A history record through the core's tolerant decoder: ``None`` (logged, counted) for a foreign one."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return decode_run(raw, job=job)  # not JSON: the decoder logs and counts it
+    if isinstance(data, dict):
+        renamed: dict[str, Any] = {_FIELDS.get(str(k), str(k)): v for k, v in data.items()}
+        return decode_run(renamed, job=job)
+    return decode_run(raw, job=job)
 
 
 def grant_of(raw: bytes | str) -> Grant:

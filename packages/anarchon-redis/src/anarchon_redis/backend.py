@@ -25,16 +25,18 @@ import math
 import struct
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any, ClassVar, Union
+from collections.abc import Awaitable, Sequence
+from typing import Any, ClassVar, TypeVar, Union
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
+from anarchon._records import read_runs
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.errors import BackendUnavailableError
 from anarchon.job import Job
+from anarchon.options import check_history_limit
 from anarchon.run import Run
 from anarchon.urls import redact_url
 
@@ -42,7 +44,7 @@ from . import _replicas
 from . import _scripts as S
 from ._batch import Batcher
 from ._keys import Keyspace, check_prefix, run_id
-from ._records import final_record, grant_of, run_of, text
+from ._records import final_record, grant_of, history_run, run_of, text
 from ._url import read_redis_url
 
 __all__ = ["RedisBackend"]
@@ -50,10 +52,37 @@ __all__ = ["RedisBackend"]
 log = logging.getLogger("anarchon.redis")
 
 Client = Union["Redis", "RedisCluster"]
+T = TypeVar("T")
 Call = tuple[S.Script, list[str], list[Any]]
 
 _LOST = ClaimResult(Outcome.LOST)
 _UNKNOWN = ClaimResult(Outcome.UNKNOWN)
+
+
+def _job_failed(job: str, operation: str, error: Exception) -> None:
+    """A script failed on one job's keys (a wrong type, a corrupt state): that job alone is stopped."""
+    log.error(
+        "job %s: %s failed on its Redis keys: %s; this job's slots answer unknown until its keys are fixed, "
+        "the other jobs go on",
+        job,
+        operation,
+        error,
+    )
+
+
+def _mark(job: str, value: Any) -> int | None:
+    """A job's mark; an unreadable one is logged and counted as none (no catch-up for that job)."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, Exception):
+            raise value
+        return int(value)
+    except (ValueError, RedisError) as exc:
+        _job_failed(job, "reading the mark", exc if isinstance(exc, RedisError) else ValueError(f"mark={value!r}"))
+        return None
+
+
 #: A claim's numbers as the claim script unpacks them (``struct.unpack('<ddddddddd', …)``).
 _NUMBERS = struct.Struct("<9d")
 
@@ -88,6 +117,30 @@ def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
         )
         return ClaimResult(Outcome.WON, grant)
     return ClaimResult(Outcome(outcome), grant_of(reply[1]))
+
+
+async def _keep_cancellation(call: Awaitable[T]) -> T:
+    """Await ``call`` in a task of its own, so a cancellation of the caller is never lost.
+
+    redis-py can swallow a cancellation that arrives while it opens a
+    connection (its connect timeout absorbs it), and the caller then carries
+    on as if nothing had happened: the scheduler's clock-skew check went on to
+    sleep its whole minute, and ``stop()`` right after ``start()`` took 60 s.
+    ``asyncio.wait`` raises the caller's cancellation whatever the inner call does.
+    """
+    task = asyncio.ensure_future(call)
+    try:
+        await asyncio.wait((task,))
+    except asyncio.CancelledError:
+        task.cancel()
+        task.add_done_callback(_retrieve)
+        raise
+    return task.result()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 class RedisBackend(LeaseBackend):
@@ -225,7 +278,12 @@ class RedisBackend(LeaseBackend):
         """
         if len(calls) == 1:
             script, keys, args = calls[0]
-            return [await self._call(script, keys, args)]
+            try:
+                return [await self._call(script, keys, args)]
+            except ResponseError as exc:
+                if strict is None or strict > 0:
+                    raise
+                return [exc]
         return (await self._piped(calls, strict, 0))[0]
 
     async def _calls_waited(self, calls: Sequence[Call], *, strict: int | None = None) -> tuple[list[Any], list[bool]]:
@@ -282,12 +340,19 @@ class RedisBackend(LeaseBackend):
         calls = [self._claim_call(c) for c in claims]
         if self.cluster:
             calls += [(S.TOUCH, [self._keys.hint], [c.job.name, c.job.options.lease_ms]) for c in claims]
-        replies, reached = await self._calls_waited(calls, strict=len(claims))
+        replies, reached = await self._calls_waited(calls, strict=0)
         for failed in {type(r).__name__: r for r in replies[len(claims) :] if isinstance(r, Exception)}.values():
             log.warning("could not update the take-over hint (the next sweep repairs it): %s", failed)
-        results = [_claim_result(c, reply) for c, reply in zip(claims, replies, strict=False)]
+        results = [self._claim_answer(c, reply) for c, reply in zip(claims, replies, strict=False)]
         # A grant not known to be on min_replicas replicas may vanish in a failover: unknown, never run.
         return [r if ok or r.outcome is not Outcome.WON else _UNKNOWN for r, ok in zip(results, reached, strict=False)]
+
+    def _claim_answer(self, c: Claim, reply: Any) -> ClaimResult:
+        """One claim's answer; a script error on this job's keys is this job's alone: unknown, logged."""
+        if isinstance(reply, Exception):
+            _job_failed(c.job.name, "claim", reply)
+            return _UNKNOWN
+        return _claim_result(c, reply)
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         k = self._keys.job(grant.job)
@@ -295,13 +360,18 @@ class RedisBackend(LeaseBackend):
         return bool(await self._batch.call((S.FINISH, [k.runs, k.live, *self._hint()], args)))
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
-        if limit < 1:
+        if check_history_limit(limit) < 1:
             return []
         k = self._keys.job(job)
-        return [run_of(raw) for raw in await self._batch.call((S.HISTORY, [k.runs, k.order], [limit]))]
+
+        async def fetch(n: int) -> list[Any]:
+            raws: list[Any] = await self._batch.call((S.HISTORY, [k.runs, k.order], [n]))
+            return raws
+
+        return await read_runs(fetch, lambda raw: history_run(raw, job), limit)
 
     async def now_ms(self) -> int:
-        seconds, micros = await self._redis().time()
+        seconds, micros = await _keep_cancellation(self._redis().time())
         return int(seconds) * 1000 + int(micros) // 1000
 
     # -- lease tier -------------------------------------------------------------
@@ -313,8 +383,11 @@ class RedisBackend(LeaseBackend):
         for g in grants:
             k = self._keys.job(g.job)
             calls.append((S.RENEW, [k.runs, k.live, *self._hint()], [run_id(g.slot_ms, g.manual), g.token, g.job]))
-        replies, reached = await self._calls_waited(calls)
-        return [bool(r) and ok for r, ok in zip(replies, reached, strict=True)]
+        replies, reached = await self._calls_waited(calls, strict=0)
+        for g, reply in zip(grants, replies, strict=True):
+            if isinstance(reply, Exception):
+                _job_failed(g.job, "renew", reply)
+        return [not isinstance(r, Exception) and bool(r) and ok for r, ok in zip(replies, reached, strict=True)]
 
     async def hand_over(self, grant: Grant) -> bool:
         k = self._keys.job(grant.job)
@@ -341,9 +414,25 @@ class RedisBackend(LeaseBackend):
             return []
         sweep = self._sweep_slice(jobs)
         peeks: list[Call] = [(S.PEEK, [self._keys.job(j.name).live], []) for j in sweep]
-        replies = await self._calls([(S.DUE, [self._keys.hint], []), *peeks])
-        due = {text(replies[0][i]): text(replies[0][i + 1]) for i in range(0, len(replies[0]), 2)}
-        running = {j.name for j, count in zip(sweep, replies[1:], strict=True) if count}
+        replies = await self._calls([(S.DUE, [self._keys.hint], []), *peeks], strict=0)
+        hint = replies[0]
+        if isinstance(hint, Exception):
+            # Someone wrote the shared hint key as another type: no job is stopped, every one is looked at.
+            log.error(
+                "the take-over hint %s cannot be read (%s); delete that key: until then every job is checked "
+                "on every pass",
+                self._keys.hint,
+                hint,
+            )
+            hint, sweep = [], list(jobs)
+            replies = [hint, *await self._calls([(S.PEEK, [self._keys.job(j.name).live], []) for j in sweep], strict=0)]
+        due = {text(hint[i]): text(hint[i + 1]) for i in range(0, len(hint), 2)}
+        running = set()
+        for j, count in zip(sweep, replies[1:], strict=True):
+            if isinstance(count, Exception):
+                _job_failed(j.name, "take-over", count)
+            elif count:
+                running.add(j.name)
         candidates = [j for j in jobs if j.name in due or j.name in running]
         if not candidates:
             return []
@@ -353,7 +442,15 @@ class RedisBackend(LeaseBackend):
             k = self._keys.job(job.name)
             args = [instance, job.options.max_attempts, job.options.lease_ms, nonce, job.name]
             calls.append((S.TAKE_OVER, [k.state, k.runs, k.live, *self._hint()], args))
-        results, reached = await self._calls_waited(calls)
+        answers, answered = await self._calls_waited(calls, strict=0)
+        results, reached = [], []
+        for job, answer, ok in zip(list(candidates), answers, answered, strict=True):
+            if isinstance(answer, Exception):
+                _job_failed(job.name, "take-over", answer)
+                candidates.remove(job)
+            else:
+                results.append(answer)
+                reached.append(ok)
         if self.cluster:
             settles: list[Call] = []
             for job, reply in zip(candidates, results, strict=True):
@@ -375,5 +472,5 @@ class RedisBackend(LeaseBackend):
         pipe = self._redis().pipeline(transaction=False)
         for job in jobs:
             pipe.hget(self._keys.job(job.name).state, "mark")
-        values = await pipe.execute()
-        return {job.name: int(v) if v is not None else None for job, v in zip(jobs, values, strict=True)}
+        values = await pipe.execute(raise_on_error=False)
+        return {job.name: _mark(job.name, v) for job, v in zip(jobs, values, strict=True)}

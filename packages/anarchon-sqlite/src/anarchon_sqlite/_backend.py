@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlsplit
 import aiosqlite
 
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend
+from anarchon.options import check_history_limit
 from anarchon.run import Run
 from anarchon.urls import integer, read_url_options
 
@@ -245,6 +246,7 @@ class SQLiteBackend(LeaseBackend):
         return await self._write(_store.finish(grant, run))
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
+        limit = check_history_limit(limit)
         return await self._call(lambda conn: _store.history(conn, job, limit))
 
     # -- lease tier -------------------------------------------------------------------

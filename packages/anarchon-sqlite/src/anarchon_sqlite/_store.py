@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, TypeVar
 
+from anarchon._errortext import clean_text
+from anarchon._records import decode_run
 from anarchon.backend import Claim, ClaimResult, Grant, Outcome
 from anarchon.run import Run, RunStatus
 
@@ -324,13 +326,19 @@ def renew(grants: Sequence[Grant]) -> Body[list[bool]]:
     return body
 
 
+def _stored_error(error: str | None) -> str | None:
+    """The error text as SQLite can bind it: a lone surrogate cannot be encoded, so it is escaped (and cut)."""
+    return None if error is None else clean_text(error)
+
+
 def finish(grant: Grant, run: Run) -> Body[bool]:
     def body(conn: sqlite3.Connection, now: int) -> bool:
         cursor = conn.execute(
             _FINISH,
             (
                 run.status.value, run.instance, run.attempt, run.fencing, int(run.catch_up), run.missed,
-                _to_us(run.started_at), _to_us(run.finished_at), run.duration_ms, run.error, now, *_key(grant),
+                _to_us(run.started_at), _to_us(run.finished_at), run.duration_ms, _stored_error(run.error), now,
+                *_key(grant),
             ),
         )  # fmt: skip
         return cursor.rowcount == 1
@@ -425,6 +433,44 @@ def marks(conn: sqlite3.Connection, jobs: Sequence[Job]) -> dict[str, int | None
     return found
 
 
+def _moment_of(us: object) -> object:
+    """A stored microsecond time as a datetime; anything else is left for the decoder to refuse."""
+    if us is None:
+        return None
+    try:
+        return _from_us(us)  # type: ignore[arg-type]
+    except (TypeError, OverflowError, ValueError):
+        return f"invalid time {us!r}"
+
+
+def _stored_run(row: Row) -> Run | None:
+    """A history row through the core's tolerant decoder: ``None`` (logged, counted) for a foreign one."""
+    return decode_run(
+        {
+            "job": row[0],
+            "slot_ms": row[1],
+            "manual": row[2],
+            "status": row[3],
+            "instance": row[4],
+            "attempt": row[5],
+            "fencing": row[6],
+            "catch_up": row[7],
+            "missed": row[8],
+            "started_at": _moment_of(row[9]),
+            "finished_at": _moment_of(row[10]),
+            "duration_ms": row[11],
+            "error": row[12],
+        },
+        job=row[0] if isinstance(row[0], str) else "?",
+    )
+
+
 def history(conn: sqlite3.Connection, job: str, limit: int) -> list[Run]:
-    rows: list[Row] = conn.execute(_SELECT_HISTORY, (job, max(limit, 0))).fetchall()
-    return [_run(row) for row in rows]
+    """The newest ``limit`` readable runs; rows no version wrote are skipped (and more rows read)."""
+    asked = limit
+    while True:
+        rows: list[Row] = conn.execute(_SELECT_HISTORY, (job, asked)).fetchall()
+        runs = [run for run in map(_stored_run, rows) if run is not None]
+        if len(runs) >= limit or len(rows) < asked:
+            return runs[:limit]
+        asked += max(limit - len(runs), asked)

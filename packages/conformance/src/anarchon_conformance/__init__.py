@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._ports import free_port
     from ._reference import ReferenceTests
     from ._requires import gated, requires
+    from ._robust import HistoryLimitTests, PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
     from ._scheduler import SchedulerTests
     from ._suite import BackendSuite
 
@@ -38,11 +39,15 @@ __all__ = [
     "ClaimTests",
     "Conformance",
     "FleetTests",
+    "HistoryLimitTests",
     "HistoryTests",
     "Instance",
     "LeaseTests",
     "OptionTests",
+    "PlantForeignRecord",
     "ReferenceTests",
+    "RobustnessTests",
+    "SchedulerRobustnessTests",
     "SchedulerTests",
     "SuiteBase",
     "eventually",
@@ -75,6 +80,10 @@ _HOME = {
     "gated": "_requires",
     "free_port": "_ports",
     "requires": "_requires",
+    "HistoryLimitTests": "_robust",
+    "PlantForeignRecord": "_robust",
+    "RobustnessTests": "_robust",
+    "SchedulerRobustnessTests": "_robust",
     "SchedulerTests": "_scheduler",
     "BackendSuite": "_suite",
 }

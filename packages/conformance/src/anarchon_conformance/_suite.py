@@ -7,12 +7,22 @@ from ._history import HistoryTests
 from ._lease import LeaseTests
 from ._options import OptionTests
 from ._reference import ReferenceTests
+from ._robust import RobustnessTests, SchedulerRobustnessTests
 from ._scheduler import SchedulerTests
 
 __all__ = ["BackendSuite"]
 
 
-class BackendSuite(ClaimTests, HistoryTests, OptionTests, LeaseTests, ReferenceTests, SchedulerTests):
+class BackendSuite(
+    ClaimTests,
+    HistoryTests,
+    OptionTests,
+    LeaseTests,
+    ReferenceTests,
+    SchedulerTests,
+    RobustnessTests,
+    SchedulerRobustnessTests,
+):
     """Every conformance test; each gated on the capabilities it needs.
 
     Subclass it, name the subclass ``Test…`` and override ``backend_factory``.

@@ -1,0 +1,20 @@
+-- KEYS: runs, live[, hint]    ARGV: rid, token, final record, job
+-- The final record comes as JSON with ``fin`` but without the closing brace: the script adds
+-- ``token`` (encoded here, as every stored token is), ``lease`` and ``handed`` from the stored
+-- record. A retry of a finish that already went through answers 1 again (``fin``). Nothing is
+-- decoded: half of what a finish cost was JSON work.
+local runs, live, hint = KEYS[1], KEYS[2], KEYS[3]
+local rid, token = ARGV[1], cjson.encode(ARGV[2])
+local raw = redis.call('HGET', runs, rid)
+if not raw or not has(raw, 'token', token) then return 0 end
+if not has(raw, 'status', '"running"') then
+  if has(raw, 'fin', 'true') then return 1 end
+  return 0
+end
+local lease = string.match(raw, '"lease":(%-?[0-9.eE+]+)[,}]')
+if not lease then return 0 end
+local handed = has(raw, 'handed', 'true') and 'true' or 'false'
+redis.call('HSET', runs, rid, ARGV[3] .. ',"token":' .. token .. ',"lease":' .. lease .. ',"handed":' .. handed .. '}')
+redis.call('ZREM', live, rid)
+sync_hint(live, hint, ARGV[4])
+return 1

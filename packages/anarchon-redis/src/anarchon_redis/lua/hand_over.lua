@@ -1,0 +1,10 @@
+-- KEYS: runs, live[, hint]    ARGV: rid, token, job
+local runs, live, hint = KEYS[1], KEYS[2], KEYS[3]
+local rid = ARGV[1]
+local rec = owned(runs, rid, ARGV[2])
+if not rec then return 0 end
+rec.handed = true
+redis.call('HSET', runs, rid, cjson.encode(rec))
+redis.call('ZADD', live, num(now_ms()), rid)
+sync_hint(live, hint, ARGV[3])
+return 1
