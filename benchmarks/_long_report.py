@@ -141,6 +141,7 @@ def soak_chart(results: list[LongResult], path: Path) -> bool:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), dpi=100)
     for name, s in soaks:
@@ -155,6 +156,7 @@ def soak_chart(results: list[LongResult], path: Path) -> bool:
     axes[2].set_title("backend size, MB (rows/keys/stream)")
     for ax in axes:
         ax.set_xlabel("minute")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend()
     axes[0].set_ylim(bottom=0)

@@ -88,9 +88,11 @@ class PostgresTarget(Target):
         conn = await asyncpg.connect(DSN)
         try:
             server = await conn.fetchval("SHOW server_version")
+            # Dead rows of finished and trimmed runs are reclaimed only by VACUUM: say whether it runs.
+            autovacuum = await conn.fetchval("SHOW autovacuum")
         finally:
             await conn.close()
-        return {"asyncpg": asyncpg.__version__, "PostgreSQL": str(server).split()[0]}
+        return {"asyncpg": asyncpg.__version__, "PostgreSQL": str(server).split()[0], "autovacuum": str(autovacuum)}
 
 
 TARGET = PostgresTarget()

@@ -118,3 +118,20 @@ async def test_finishes_made_together_share_one_statement_and_answer_each(make_b
     assert (await backend.last_run("f19")).status is RunStatus.FAILED
     # The stale finish changed nothing; the owner's own finish still goes through.
     assert await backend.finish(grants[5], _finished(grants[5]))
+
+
+async def test_a_long_batch_is_claimed_in_parts_whose_answers_line_up(make_backend, make_job, make_claim):
+    instances = [await make_backend() for _ in range(3)]
+    for b in instances:
+        b._chunk = 2  # parts of two claims, two at a time, racing the other instances' parts
+    jobs = [make_job(f"p{i}", overlap="allow") for i in range(7)]
+    for n in range(3):
+        slot = SLOT + n * 1000
+        answers = await asyncio.gather(
+            *(b.claim([make_claim(j, slot, f"i{k}") for j in jobs]) for k, b in enumerate(instances))
+        )
+        for i, job in enumerate(jobs):
+            won = [a[i] for a in answers if a[i].won]
+            assert len(won) == 1, (job.name, slot)
+            assert won[0].grant.job == job.name and won[0].grant.fencing == n + 1
+            assert won[0].grant.previous_mark == (slot - 1000 if n else None)

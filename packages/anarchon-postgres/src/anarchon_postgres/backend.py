@@ -31,6 +31,12 @@ T = TypeVar("T")
 #: Connections of the backend's own pool. Claims due together travel in one
 #: call, so a handful covers claims, renewals and finishes overlapping.
 _POOL_MAX = 4
+#: A batch longer than this is claimed in parts of this size, ``_CLAIMS_AT_ONCE``
+#: at a time: 10,000 slots due in one second then keep both cores of a small
+#: server busy (one statement runs on one), and leave the pool connections for
+#: finishes and renewals.
+_CHUNK = 1000
+_CLAIMS_AT_ONCE = 2
 
 #: Failures that leave a connection in doubt: the server ended the session,
 #: the socket died, or the client's protocol state is broken (a session killed
@@ -155,6 +161,8 @@ class PostgresBackend(Backend):
         self._pool: asyncpg.Pool | None = pool
         self._sql = Statements.for_schema(quote_schema(schema))
         self._finishes: Batcher[tuple[Any, ...]] | None = None
+        self._chunk = _CHUNK
+        self._claiming: asyncio.Semaphore | None = None
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
@@ -290,6 +298,24 @@ class PostgresBackend(Backend):
         names = {c.job.name for c in claims}
         if len(claims) == 1 or len(names) < len(claims) or any(c.manual for c in claims):
             return await self._claim_general(claims)
+        if len(claims) <= self._chunk:
+            return await self._claim_scheduled(claims)
+        if self._claiming is None:
+            self._claiming = asyncio.Semaphore(_CLAIMS_AT_ONCE)
+        parts = [claims[i : i + self._chunk] for i in range(0, len(claims), self._chunk)]
+        answers = await asyncio.gather(*(self._claim_part(p) for p in parts), return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer  # the parts that were answered are as good as lost: their leases expire
+        return [r for answer in answers if not isinstance(answer, BaseException) for r in answer]
+
+    async def _claim_part(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        assert self._claiming is not None
+        async with self._claiming:
+            return await self._claim_scheduled(claims)
+
+    async def _claim_scheduled(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Scheduled slots of distinct jobs: claim_batch, then once more waiting, then the general path."""
         results: list[ClaimResult | None] = [None] * len(claims)
         rest = list(range(len(claims)))
         for wait in (False, True):
