@@ -14,15 +14,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import backends
+from ._burst import burst
 from ._claims import contended, overhead
 from ._fleet import end_to_end
+from ._long_report import LongResult, long_markdown, soak_chart
 from ._machine import machine
 from ._report import BackendResult, chart, markdown
-from ._scale import scale
+from ._scale import MANY_FREQUENT, MANY_FREQUENT_CRON, MANY_JOBS, scale
+from ._soak import soak
 from ._target import Target, new_namespace
 
 HERE = Path(__file__).parent
 PHASES = ("claims", "contended", "scale", "e2e")
+#: The long modes run only when asked for, instead of the phases above.
+LONG_MODES = ("soak", "burst", "many")
+#: Backends a long mode leaves out, and why (the report says so).
+_LONG_SKIP = {
+    "memory": "one process holds the store; the long modes need 3 instance processes",
+    "rabbitmq": "1,000 (10,000) history streams are past what one broker here creates",
+}
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -38,7 +48,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--e2e-seconds", type=float, default=None, help="length of the end-to-end run (default 30, quick 10)"
     )
+    p.add_argument(
+        "--soak", action="store_true", help="3 instances x 1,000 every-second jobs with history_size=100, per minute"
+    )
+    p.add_argument("--minutes", type=int, default=10, help="length of --soak in minutes (default 10)")
+    p.add_argument("--burst", action="store_true", help="10,000 jobs due at the same second across 3 instances")
+    p.add_argument("--many", action="store_true", help="one scheduler with 100,000 jobs: RSS and idle CPU")
     args = p.parse_args(argv)
+    if args.minutes < 1:
+        p.error(f"--minutes {args.minutes}: give a whole number of minutes, at least 1 (e.g. --minutes 3)")
+    args.long_modes = [m for m in LONG_MODES if getattr(args, m)]
     args.backend_list = [b.strip() for b in args.backends.split(",") if b.strip()]
     args.phase_list = [x.strip() for x in args.only.split(",") if x.strip()]
     for b in args.backend_list:
@@ -59,7 +78,7 @@ def _ensure_requirements() -> None:
 
 
 @contextlib.contextmanager
-def _phase(result: BackendResult, what: str) -> Iterator[None]:
+def _phase(result: BackendResult | LongResult, what: str) -> Iterator[None]:
     began = time.monotonic()
     print(f"  {what} …", end="", flush=True)
     try:
@@ -127,10 +146,68 @@ def _measure(target: Target, args: argparse.Namespace) -> BackendResult:
     return result
 
 
+def _measure_long(target: Target, args: argparse.Namespace) -> LongResult:
+    result = LongResult(target.name)
+    if target.name in _LONG_SKIP:
+        result.skipped = _LONG_SKIP[target.name]
+        return result
+    try:
+        why = asyncio.run(target.unreachable())
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {exc}"
+    if why is not None:
+        result.skipped = f"server unreachable: {why}"
+        return result
+    result.versions = asyncio.run(target.versions())
+    used: list[str] = []
+    if "soak" in args.long_modes:
+        with _phase(result, f"soak, {args.minutes} min"):
+            used.append(ns := new_namespace())
+            result.soak = soak(target, ns, args.minutes)
+    if "burst" in args.long_modes:
+        with _phase(result, "burst, 10,000 jobs"):
+            used.append(ns := new_namespace())
+            result.bursts = burst(target, ns)
+    if "many" in args.long_modes:
+        with _phase(result, "one scheduler, 100,000 jobs"):
+            empty, full = new_namespace(), new_namespace()
+            used += [empty, full]
+            result.many = scale(target, empty, full, 60.0, MANY_JOBS, MANY_FREQUENT, MANY_FREQUENT_CRON)
+    for ns in used:
+        try:
+            asyncio.run(target.cleanup(ns))
+        except Exception as exc:
+            result.errors[f"cleanup {ns}"] = f"{type(exc).__name__}: {exc}"
+    return result
+
+
+def _main_long(args: argparse.Namespace, info: dict[str, str], shown: str) -> None:
+    results = []
+    for name in args.backend_list:
+        print(f"{name}:", flush=True)
+        result = _measure_long(backends.load(name), args)
+        if result.skipped:
+            print(f"  skipped: {result.skipped}")
+        results.append(result)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = datetime.now(timezone.utc).strftime("%Y-%m-%d") + "-" + "-".join(args.long_modes)
+    chart_path = args.out / f"{stem}.png"
+    drawn = soak_chart(results, chart_path)
+    page = long_markdown(info, results, shown, chart_path.name if drawn else None)
+    report = args.out / f"{stem}.md"
+    report.write_text(page)
+    print()
+    print(page)
+    print(f"report: {report}" + (f", chart: {chart_path}" if drawn else ""))
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parse(argv)
     _ensure_requirements()
     info = machine()
+    if args.long_modes:
+        _main_long(args, info, " ".join(argv if argv is not None else sys.argv[1:]))
+        return
     load = info["load average at start (1/5/15 min)"]
     print(f"anarchon benchmarks on {info['cores (nproc)']} cores ({info['CPU']}), load {load}")
     results: list[BackendResult] = []

@@ -67,6 +67,8 @@ class Target(abc.ABC):
     fleet_options: dict[str, Any] = {}
     #: Anything the report should say about how this backend was run.
     notes: list[str] = []
+    #: What "server CPU" in the soak covers (the processes :meth:`server_pids` names).
+    server_note: str = "no server process (the store lives in the instances)"
 
     async def setup(self) -> None:  # noqa: B027 - most targets use the shared server as it is
         """Prepare what every measurement needs (a private server, for instance)."""
@@ -95,6 +97,14 @@ class Target(abc.ABC):
 
     async def cleanup(self, ns: str) -> None:  # noqa: B027 - nothing to remove by default
         """Remove everything created in ``ns``."""
+
+    async def server_pids(self, ns: str) -> list[int]:
+        """Server processes whose CPU and memory the soak reports (none: the store is in-process)."""
+        return []
+
+    async def footprint(self, ns: str) -> dict[str, float]:
+        """What ``ns`` holds on the backend now (rows, keys, bytes), for the soak's size columns."""
+        return {}
 
     @abc.abstractmethod
     async def versions(self) -> dict[str, str]:

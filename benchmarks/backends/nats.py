@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+from urllib.parse import urlsplit
 
 import nats
 from nats.errors import Error as NatsError
 
+from .._proc import pids_named
 from .._target import BackendSpec, RawClient, Target
 
 URL = os.environ.get("ANARCHON_NATS_URL", "nats://127.0.0.1:4222")
@@ -53,6 +55,19 @@ class NatsTarget(Target):
             return f"{type(exc).__name__}: {exc}"
         await nc.close()
         return None
+
+    server_note = "the whole shared nats-server process (other clients included)"
+
+    async def server_pids(self, ns: str) -> list[int]:
+        return pids_named("nats-server", f"-p {urlsplit(URL).port or 4222}")
+
+    async def footprint(self, ns: str) -> dict[str, float]:
+        nc = await nats.connect(URL)
+        try:
+            info = await nc.jetstream().stream_info(_stream(ns))
+        finally:
+            await nc.close()
+        return {"messages": float(info.state.messages), "MB": info.state.bytes / 1e6}
 
     def spec(self, ns: str) -> BackendSpec:
         return BackendSpec("anarchon_nats:NatsBackend", {"servers": URL, "stream": _stream(ns), "prefix": f"{ns}."})

@@ -41,8 +41,37 @@ class PostgresTarget(Target):
         await conn.close()
         return None
 
+    server_note = "the PostgreSQL backend processes serving the instances' connections"
+
     def spec(self, ns: str) -> BackendSpec:
-        return BackendSpec("anarchon_postgres:PostgresBackend", {"dsn": DSN, "schema": ns})
+        # The namespace as application_name: the soak finds the server processes serving it.
+        dsn = f"{DSN}{'&' if '?' in DSN else '?'}application_name={ns}"
+        return BackendSpec("anarchon_postgres:PostgresBackend", {"dsn": dsn, "schema": ns})
+
+    async def server_pids(self, ns: str) -> list[int]:
+        conn = await asyncpg.connect(DSN)
+        try:
+            rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = $1", ns)
+        finally:
+            await conn.close()
+        return [r["pid"] for r in rows]
+
+    async def footprint(self, ns: str) -> dict[str, float]:
+        conn = await asyncpg.connect(DSN)
+        try:
+            q = f'"{ns}"'
+            rows = await conn.fetchval(f"SELECT (SELECT count(*) FROM {q}.runs) + (SELECT count(*) FROM {q}.jobs)")
+            size = await conn.fetchval(
+                "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+                ns,
+            )
+            dead = await conn.fetchval(
+                "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE schemaname = $1", ns
+            )
+        finally:
+            await conn.close()
+        return {"rows": float(rows), "dead rows": float(dead), "MB": float(size or 0) / 1e6}
 
     def raw(self, ns: str) -> RawClient:
         return _Raw(ns)
@@ -59,9 +88,11 @@ class PostgresTarget(Target):
         conn = await asyncpg.connect(DSN)
         try:
             server = await conn.fetchval("SHOW server_version")
+            # Dead rows of finished and trimmed runs are reclaimed only by VACUUM: say whether it runs.
+            autovacuum = await conn.fetchval("SHOW autovacuum")
         finally:
             await conn.close()
-        return {"asyncpg": asyncpg.__version__, "PostgreSQL": str(server).split()[0]}
+        return {"asyncpg": asyncpg.__version__, "PostgreSQL": str(server).split()[0], "autovacuum": str(autovacuum)}
 
 
 TARGET = PostgresTarget()

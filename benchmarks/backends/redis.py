@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 import redis
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from .._proc import pids_named
 from .._target import BackendSpec, RawClient, Target
 
 URL = os.environ.get("ANARCHON_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -41,6 +43,25 @@ class RedisTarget(Target):
         finally:
             await client.aclose()
         return None
+
+    server_note = "the whole shared redis-server process (other clients included)"
+
+    async def server_pids(self, ns: str) -> list[int]:
+        return pids_named("redis-server", urlsplit(URL).netloc.rsplit("@", 1)[-1])
+
+    async def footprint(self, ns: str) -> dict[str, float]:
+        client = Redis.from_url(URL)
+        try:
+            keys = [key async for key in client.scan_iter(match=f"{ns}:*", count=1000)]
+            used = 0
+            for i in range(0, len(keys), 500):
+                pipe = client.pipeline(transaction=False)
+                for key in keys[i : i + 500]:
+                    pipe.memory_usage(key)
+                used += sum(int(n or 0) for n in await pipe.execute())
+        finally:
+            await client.aclose()
+        return {"keys": float(len(keys)), "MB": used / 1e6}
 
     def spec(self, ns: str) -> BackendSpec:
         return BackendSpec("anarchon_redis:RedisBackend", {"url": URL, "prefix": f"{ns}:"})

@@ -48,6 +48,18 @@ class SQLiteTarget(Target):
         folder.mkdir(parents=True, exist_ok=True)
         return BackendSpec("anarchon_sqlite:SQLiteBackend", {"path": str(folder / "anarchon.sqlite3")})
 
+    async def footprint(self, ns: str) -> dict[str, float]:
+        folder = _folder(ns)
+        path = folder / "anarchon.sqlite3"
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = conn.execute("SELECT (SELECT count(*) FROM anarchon_runs) + (SELECT count(*) FROM anarchon_jobs)")
+            (count,) = rows.fetchone()
+        finally:
+            conn.close()
+        size = sum(f.stat().st_size for f in folder.glob("anarchon.sqlite3*"))
+        return {"rows": float(count), "MB": size / 1e6}
+
     def raw(self, ns: str) -> RawClient:
         return _Raw(_folder(ns) / "raw.sqlite3")
 

@@ -23,6 +23,9 @@ _RUN_COLUMNS = (
 class Statements:
     claim: str
     claim_one: str
+    claim_batch: str
+    finish_many: str
+    finish_many_retry: str
     take_over: str
     expired_jobs: str
     renew: str
@@ -41,8 +44,26 @@ class Statements:
             "missed = $10, started_at = $11, finished_at = $12, duration_ms = $13, error = $14, "
             f"expires_ms = {_NOW_MS} WHERE {owned}"
         )
+        # Many finishes in one statement (one commit): each row is one finish's parameters $1-$14.
+        many = (
+            f"UPDATE {s}.runs r SET status = f.status, instance = f.instance, attempt = f.attempt, "
+            "fencing = f.fencing, catch_up = f.catch_up, missed = f.missed, started_at = f.started_at, "
+            f"finished_at = f.finished_at, duration_ms = f.duration_ms, error = f.error, expires_ms = {_NOW_MS} "
+            "FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::text[], $6::text[], "
+            "$7::integer[], $8::bigint[], $9::boolean[], $10::integer[], $11::timestamptz[], $12::timestamptz[], "
+            "$13::bigint[], $14::text[]) AS f(job, slot_ms, manual, token, status, instance, attempt, fencing, "
+            "catch_up, missed, started_at, finished_at, duration_ms, error) "
+            "WHERE r.job = f.job AND r.slot_ms = f.slot_ms AND r.manual = f.manual AND r.token = f.token"
+        )
+        many_done = " RETURNING r.job, r.slot_ms, r.manual, r.token"
         return cls(
             claim=f"SELECT * FROM {s}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            claim_batch=f"SELECT * FROM {s}.claim_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            finish_many=f"{many} AND r.status = 'running'{many_done}",
+            finish_many_retry=(
+                f"{many} AND (r.status = 'running' OR (r.status = f.status AND r.attempt = f.attempt "
+                f"AND r.finished_at IS NOT DISTINCT FROM f.finished_at)){many_done}"
+            ),
             # One claim (the usual call) as scalars: asyncpg encodes them far cheaper than arrays.
             claim_one=(
                 f"SELECT * FROM {s}.claim(ARRAY[$1::text], ARRAY[$2::bigint], ARRAY[$3::boolean], "

@@ -17,6 +17,7 @@ from anarchon.errors import BackendUnavailableError
 from anarchon.options import check_history_limit
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
+from ._batch import Batcher
 from ._replication import asynchronous_standbys
 from ._schema import (
     SCHEMA_VERSION,
@@ -41,6 +42,12 @@ T = TypeVar("T")
 #: Connections of the backend's own pool. Claims due together travel in one
 #: call, so a handful covers claims, renewals and finishes overlapping.
 _POOL_MAX = 4
+#: A batch longer than this is claimed in parts of this size, ``_CLAIMS_AT_ONCE``
+#: at a time: 10,000 slots due in one second then keep both cores of a small
+#: server busy (one statement runs on one), and leave the pool connections for
+#: finishes and renewals.
+_CHUNK = 1000
+_CLAIMS_AT_ONCE = 2
 
 #: Failures that leave a connection in doubt: the server ended the session,
 #: the socket died, or the client's protocol state is broken (a session killed
@@ -70,6 +77,44 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     asyncpg's default reset costs one round trip per release (BROKER-NOTES);
     an open transaction is still rolled back by the pool itself.
     """
+
+
+def _batch_args(c: Claim) -> tuple[Any, ...]:
+    """One scheduled claim as claim_batch's parameters after ``p_wait`` (claim()'s, less ``manual``)."""
+    options = c.job.options
+    return (
+        c.job.name,
+        c.slot_ms,
+        c.token,
+        c.instance,
+        ms_to_datetime(c.now_ms),
+        c.catch_up,
+        c.missed,
+        options.lease_ms,
+        options.overlap == "skip",
+        options.history_size,
+        options.history_ttl_ms,
+    )
+
+
+def _finish_args(grant: Grant, run: Run) -> tuple[Any, ...]:
+    """One finish as the finish statements' parameters, in order."""
+    return (
+        grant.job,
+        grant.slot_ms,
+        grant.manual,
+        grant.token,
+        run.status.value,
+        run.instance,
+        run.attempt,
+        run.fencing,
+        run.catch_up,
+        run.missed,
+        run.started_at,
+        run.finished_at,
+        run.duration_ms,
+        None if run.error is None else clean_text(run.error),  # no NUL, no lone surrogate: text refuses both
+    )
 
 
 def _claim_args(c: Claim) -> tuple[Any, ...]:
@@ -137,6 +182,9 @@ class PostgresBackend(LeaseBackend):
         self._read_only = False
         #: The schema's version as start() or start_read_only() found it (None before either).
         self.schema_version: int | None = None
+        self._finishes: Batcher[tuple[Any, ...]] | None = None
+        self._chunk = _CHUNK
+        self._claiming: asyncio.Semaphore | None = None
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
@@ -259,6 +307,8 @@ class PostgresBackend(LeaseBackend):
             pool.terminate()
 
     async def close(self) -> None:
+        if self._finishes is not None:
+            await self._finishes.drain()
         await self._drop_own_pool()
 
     # -- plumbing ----------------------------------------------------------
@@ -298,8 +348,70 @@ class PostgresBackend(LeaseBackend):
     # -- claiming -----------------------------------------------------------
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Decide the claims; a batch of scheduled slots of distinct jobs goes through claim_batch.
+
+        claim_batch answers the slots it can tell are decided without a
+        lock, takes the job rows no other instance holds (``SKIP LOCKED``)
+        and decides those together. It hands back the slots whose row was
+        held (``pending``: asked again, waiting this time, when the other
+        instance has usually decided them) and the rare ones only the general
+        claim function decides (new jobs, a late slot that may be recorded
+        skipped), which go there.
+        """
         if not claims:
             return []
+        names = {c.job.name for c in claims}
+        if len(claims) == 1 or len(names) < len(claims) or any(c.manual for c in claims):
+            return await self._claim_general(claims)
+        if len(claims) <= self._chunk:
+            return await self._claim_scheduled(claims)
+        if self._claiming is None:
+            self._claiming = asyncio.Semaphore(_CLAIMS_AT_ONCE)
+        parts = [claims[i : i + self._chunk] for i in range(0, len(claims), self._chunk)]
+        answers = await asyncio.gather(*(self._claim_part(p) for p in parts), return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer  # the parts that were answered are as good as lost: their leases expire
+        return [r for answer in answers if not isinstance(answer, BaseException) for r in answer]
+
+    async def _claim_part(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        assert self._claiming is not None
+        async with self._claiming:
+            return await self._claim_scheduled(claims)
+
+    async def _claim_scheduled(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Scheduled slots of distinct jobs: claim_batch, then once more waiting, then the general path."""
+        results: list[ClaimResult | None] = [None] * len(claims)
+        rest = list(range(len(claims)))
+        for wait in (False, True):
+            rows = await self._claim_batch([claims[i] for i in rest], wait=wait)
+            pending: list[int] = []
+            for i, row in zip(rest, rows, strict=True):
+                if row["o_outcome"] == "pending":
+                    pending.append(i)
+                elif row["o_outcome"] != "general":
+                    results[i] = self._claim_result(claims[i], row)
+            held = set(pending)
+            general = [i for i in rest if results[i] is None and i not in held]
+            if general:
+                for i, result in zip(general, await self._claim_general([claims[i] for i in general]), strict=True):
+                    results[i] = result
+            rest = pending
+            if not rest:
+                break
+        return [r if r is not None else ClaimResult(Outcome.UNKNOWN) for r in results]
+
+    async def _claim_batch(self, claims: Sequence[Claim], *, wait: bool) -> list[asyncpg.Record]:
+        args = (wait, *zip(*map(_batch_args, claims), strict=True))
+
+        async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
+            rows: list[asyncpg.Record] = await conn.fetch(self._sql.claim_batch, *args, timeout=self._timeout)
+            return rows
+
+        by_n = {row["o_n"]: row for row in await self._call("claim", op)}
+        return [by_n[n] for n in range(1, len(claims) + 1)]
+
+    async def _claim_general(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         if len(claims) == 1:
             sql, args = self._sql.claim_one, _claim_args(claims[0])
         else:
@@ -352,28 +464,27 @@ class PostgresBackend(LeaseBackend):
         return ClaimResult(Outcome.WON, grant)
 
     async def finish(self, grant: Grant, run: Run) -> bool:
-        args = (
-            grant.job,
-            grant.slot_ms,
-            grant.manual,
-            grant.token,
-            run.status.value,
-            run.instance,
-            run.attempt,
-            run.fencing,
-            run.catch_up,
-            run.missed,
-            run.started_at,
-            run.finished_at,
-            run.duration_ms,
-            None if run.error is None else clean_text(run.error),  # no NUL, no lone surrogate: text refuses both
-        )
+        """Record the run; finishes made together share one statement and one commit (see ``_batch``)."""
+        if self._finishes is None:
+            self._finishes = Batcher(self._finish_many)
+        return bool(await self._finishes.call(_finish_args(grant, run)))
 
-        async def op(conn: asyncpg.Connection, retry: bool) -> bool:
-            sql = self._sql.finish_retry if retry else self._sql.finish
-            return bool(await conn.fetchval(sql, *args, timeout=self._timeout))
+    async def _finish_many(self, items: Sequence[tuple[Any, ...]]) -> list[bool]:
+        if len(items) == 1:
 
-        return await self._call("finish", op)
+            async def one(conn: asyncpg.Connection, retry: bool) -> list[bool]:
+                sql = self._sql.finish_retry if retry else self._sql.finish
+                return [bool(await conn.fetchval(sql, *items[0], timeout=self._timeout))]
+
+            return await self._call("finish", one)
+        args = tuple(zip(*items, strict=True))
+
+        async def many(conn: asyncpg.Connection, retry: bool) -> set[tuple[str, int, bool, str]]:
+            sql = self._sql.finish_many_retry if retry else self._sql.finish_many
+            return {tuple(row) for row in await conn.fetch(sql, *args, timeout=self._timeout)}
+
+        done = await self._call("finish", many)
+        return [item[:4] in done for item in items]
 
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         check_history_limit(limit)

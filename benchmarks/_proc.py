@@ -1,0 +1,55 @@
+"""CPU and resident set of processes, read from ``/proc`` (Linux), for the long-running modes.
+
+A process that has exited counts as nothing from then on; a reading is a
+snapshot, so the CPU of a window is the difference of two readings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["cpu_seconds", "pids_named", "rss_mb"]
+
+_TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """User + system CPU seconds of ``pids`` so far (fields 14 and 15 of ``/proc/<pid>/stat``)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / _TICK
+    return total
+
+
+def rss_mb(pids: Iterable[int]) -> float:
+    """Resident set of ``pids`` together, in MB (shared pages counted once per process)."""
+    total = 0
+    for pid in pids:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return total * _PAGE / 1024 / 1024
+
+
+def pids_named(name: str, needle: str = "") -> list[int]:
+    """Processes named ``name`` whose command line holds ``needle`` (the shared server, not private ones)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != name:
+                continue
+            if needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(int(entry.name))
+        except (FileNotFoundError, PermissionError):
+            continue
+    return found

@@ -1,0 +1,29 @@
+"""The schema's SQL as resource files: rendered for one checked, quoted schema, nothing left unfilled."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from anarchon_postgres._schema import _MIGRATIONS, SCHEMA_VERSION, quote_schema, render_sql
+
+
+def test_every_migration_renders_for_a_quoted_schema_with_no_placeholder_left():
+    assert len(_MIGRATIONS) == SCHEMA_VERSION
+    for migration in _MIGRATIONS:
+        sql = migration(quote_schema("app_cron"))
+        assert '"app_cron".' in sql
+        assert not re.search(r"@[a-z_]+@|-- @include", sql), migration.__name__
+
+
+def test_the_claim_function_is_included_where_migrations_ask_for_it():
+    first, second = (m(quote_schema("s")) for m in _MIGRATIONS[:2])
+    assert first.count('CREATE FUNCTION "s".claim(') == 1
+    assert second.count('CREATE FUNCTION "s".claim(') == 1 and 'DROP FUNCTION "s".claim(' in second
+
+
+@pytest.mark.parametrize("bad", ["app_cron", '"a; DROP TABLE x"', '"pg_catalog"', '"1abc"'])
+def test_render_sql_takes_only_a_schema_quoted_by_quote_schema(bad):
+    with pytest.raises(ValueError, match="schema"):
+        render_sql("migration_3.sql", bad)
