@@ -92,10 +92,15 @@ class RunLog:
             self._quiet.clear()
 
     def started(self, ctx: RunContext) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return  # nobody would see the line: format nothing (a thousand runs a second pay for this)
+        level = self._level("started")
+        if not log.isEnabledFor(level):
+            return
         job = ctx.job
         how = f" (catch-up of {ctx.missed} slots)" if ctx.catch_up else " (manual)" if ctx.manual else ""
         log.log(
-            self._level("started"),
+            level,
             "job %s, slot %s: started on %s, attempt %d%s",
             job.name,
             _when(job, ctx.slot_ms),
@@ -106,9 +111,13 @@ class RunLog:
         )
 
     def ended(self, ctx: RunContext, status: str, duration_ms: int, error: str | None) -> None:
+        if not log.isEnabledFor(logging.WARNING if status in ("failed", "timed-out") else logging.INFO):
+            return
         level = self._level(status)
         if level == logging.INFO and status in ("failed", "timed-out"):
             level = logging.WARNING
+        if not log.isEnabledFor(level):
+            return
         log.log(
             level,
             "job %s, slot %s: %s on %s in %d ms, attempt %d%s",
@@ -130,8 +139,13 @@ class RunLog:
         )
 
     def skipped(self, job: Job, slot_ms: int, instance: str) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return
+        level = self._level("skipped")
+        if not log.isEnabledFor(level):
+            return
         log.log(
-            self._level("skipped"),
+            level,
             "job %s, slot %s: skipped, the previous run still holds its lease (overlap='skip')",
             job.name,
             _when(job, slot_ms),
