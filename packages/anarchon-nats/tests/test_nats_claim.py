@@ -169,9 +169,9 @@ async def test_many_instances_racing_over_many_slots_get_one_winner_per_slot(bac
         for start in range(0, len(order), 25):
             batch = [Claim(job, slot, f"i{idx}", token(), now_ms()) for job, slot in order[start : start + 25]]
             for c, r in zip(batch, await b.claim(batch), strict=True):
-                answers[(c.job.name, c.slot_ms)] += 1
+                answers[(c.job, c.slot_ms)] += 1
                 if r.outcome is Outcome.WON:
-                    winners[(c.job.name, c.slot_ms)] += 1
+                    winners[(c.job, c.slot_ms)] += 1
                 else:
                     assert r.outcome is Outcome.LOST
 

@@ -197,7 +197,7 @@ async def test_losing_a_server_during_a_run_never_runs_a_slot_twice_and_keeps_th
                 for c, r in zip(claims, results, strict=True):
                     assert r.outcome in (Outcome.WON, Outcome.LOST)
                     if r.outcome is Outcome.WON:
-                        winners[(c.job.name, c.slot_ms)].add(c.instance)
+                        winners[(c.job, c.slot_ms)].add(c.instance)
                 if idx == 0:
                     done_slots += 1
                     if done_slots == len(slots) // 3:

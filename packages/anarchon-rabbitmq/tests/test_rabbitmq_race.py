@@ -28,7 +28,7 @@ async def test_ten_instances_race_over_many_slots_and_each_slot_has_one_winner(
         batch = [claim(j, s, f"racer-{i}") for j in jobs for s in slots]
         random.shuffle(batch)  # each instance reaches the gates in its own order
         results = await backends[i].claim(batch)
-        return [(c.job.name, c.slot_ms, r.outcome) for c, r in zip(batch, results, strict=True)]
+        return [(c.job, c.slot_ms, r.outcome) for c, r in zip(batch, results, strict=True)]
 
     answers = [a for racer_answers in await asyncio.gather(*(racer(i) for i in range(RACERS))) for a in racer_answers]
     assert {o for *_, o in answers} <= {Outcome.WON, Outcome.LOST}

@@ -60,7 +60,7 @@ async def race(path: str, instance: str, slots: int, jobs: int, busy_timeout_ms:
                 errors += 1
                 await asyncio.sleep(0.001)
                 continue
-            won += [(c.job.name, c.slot_ms) for c, r in zip(batch, results, strict=True) if r.won]
+            won += [(c.job, c.slot_ms) for c, r in zip(batch, results, strict=True) if r.won]
             break
     await backend.close()
     print(json.dumps({"won": won, "errors": errors}), flush=True)

@@ -54,17 +54,17 @@ class DictBackend(Backend):
 
     async def _claim(self, c):
         with self.store.lock:
-            if self.store.winners.setdefault((c.job.name, c.slot_ms, c.manual), c.token) != c.token:
+            if self.store.winners.setdefault((c.job, c.slot_ms, c.manual), c.token) != c.token:
                 return ClaimResult(Outcome.LOST)
             self._record(c)
-        grant = Grant(c.job.name, c.slot_ms, c.instance, c.token, manual=c.manual, started_at_ms=c.now_ms)
+        grant = Grant(c.job, c.slot_ms, c.instance, c.token, manual=c.manual, started_at_ms=c.now_ms)
         return ClaimResult(Outcome.WON, grant)
 
     def _record(self, c):
-        runs = self.store.runs.setdefault(c.job.name, {})
-        runs.setdefault((c.slot_ms, c.manual), Run(c.job.name, c.slot_ms, RunStatus.RUNNING, c.instance,
+        runs = self.store.runs.setdefault(c.job, {})
+        runs.setdefault((c.slot_ms, c.manual), Run(c.job, c.slot_ms, RunStatus.RUNNING, c.instance,
                                                    manual=c.manual, started_at=ms_to_datetime(c.now_ms)))
-        for old in sorted(runs)[: -c.job.options.history_size]:
+        for old in sorted(runs)[: -c.options.history_size]:
             del runs[old]
 
     async def finish(self, grant, run):
@@ -86,14 +86,14 @@ _CASES: dict[str, tuple[str, set[str], set[str]]] = {
             """Checks, yields to the event loop, then writes: racing claimers all see a free slot."""
 
             async def _claim(self, c):
-                key = (c.job.name, c.slot_ms, c.manual)
+                key = (c.job, c.slot_ms, c.manual)
                 if self.store.winners.get(key, c.token) != c.token:
                     return ClaimResult(Outcome.LOST)
                 await asyncio.sleep(0)  # the round trip between a read and a write
                 self.store.winners[key] = c.token
                 with self.store.lock:
                     self._record(c)
-                return ClaimResult(Outcome.WON, Grant(c.job.name, c.slot_ms, c.instance, c.token, manual=c.manual,
+                return ClaimResult(Outcome.WON, Grant(c.job, c.slot_ms, c.instance, c.token, manual=c.manual,
                                                       started_at_ms=c.now_ms))
 
 
@@ -141,8 +141,8 @@ _CASES: dict[str, tuple[str, set[str], set[str]]] = {
             """Never trims history."""
 
             def _record(self, c):
-                runs = self.store.runs.setdefault(c.job.name, {})
-                runs.setdefault((c.slot_ms, c.manual), Run(c.job.name, c.slot_ms, RunStatus.RUNNING, c.instance,
+                runs = self.store.runs.setdefault(c.job, {})
+                runs.setdefault((c.slot_ms, c.manual), Run(c.job, c.slot_ms, RunStatus.RUNNING, c.instance,
                                                            manual=c.manual, started_at=ms_to_datetime(c.now_ms)))
 
 

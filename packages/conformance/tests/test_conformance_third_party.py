@@ -45,18 +45,18 @@ class DictBackend(Backend):
 
     def _claim(self, c: Claim) -> ClaimResult:
         with self.store.lock:
-            if self.store.winners.setdefault((c.job.name, c.slot_ms, c.manual), c.token) != c.token:
+            if self.store.winners.setdefault((c.job, c.slot_ms, c.manual), c.token) != c.token:
                 return ClaimResult(Outcome.LOST)
-            runs = self.store.runs.setdefault(c.job.name, {})
+            runs = self.store.runs.setdefault(c.job, {})
             started = ms_to_datetime(c.now_ms)
             runs.setdefault(
                 (c.slot_ms, c.manual),
-                Run(c.job.name, c.slot_ms, RunStatus.RUNNING, c.instance, manual=c.manual, started_at=started),
+                Run(c.job, c.slot_ms, RunStatus.RUNNING, c.instance, manual=c.manual, started_at=started),
             )
-            for old in sorted(runs)[: -c.job.options.history_size]:
+            for old in sorted(runs)[: -c.options.history_size]:
                 del runs[old]
         return ClaimResult(
-            Outcome.WON, Grant(c.job.name, c.slot_ms, c.instance, c.token, manual=c.manual, started_at_ms=c.now_ms)
+            Outcome.WON, Grant(c.job, c.slot_ms, c.instance, c.token, manual=c.manual, started_at_ms=c.now_ms)
         )
 
     async def finish(self, grant: Grant, run: Run) -> bool:
@@ -91,7 +91,7 @@ class OneShotDictBackend(DictBackend):
 
     def _claim(self, c: Claim) -> ClaimResult:
         with self.store.lock:
-            if (c.job.name, c.slot_ms, c.manual) in self.store.winners:
+            if (c.job, c.slot_ms, c.manual) in self.store.winners:
                 return ClaimResult(Outcome.LOST)
         return super()._claim(c)
 

@@ -35,7 +35,7 @@ from .hookspecs import hookimpl
 from .job import Job
 from .memory import MemoryBackend, MemoryStore
 from .options import JobOptions
-from .run import Run, RunStatus
+from .run import Run, RunId, RunStatus
 from .scheduler import Scheduler
 
 try:
@@ -64,6 +64,7 @@ __all__ = [
     "Outcome",
     "Run",
     "RunContext",
+    "RunId",
     "RunStatus",
     "Scheduler",
     "SchedulerThread",

@@ -2,7 +2,7 @@
 
 The executor creates an :class:`ActiveRun` per grant, the lease keeper renews
 it and may declare its lease lost, and ``stop()`` waits for it to end. They
-share one :class:`ActiveRuns` table keyed by :class:`RunKey`.
+share one :class:`ActiveRuns` table keyed by the run's :class:`~anarchon.run.RunId`.
 """
 
 from __future__ import annotations
@@ -10,25 +10,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from .backend import Grant
 from .context import RunContext
 from .job import Job
+from .run import RunId
 
-__all__ = ["ActiveRun", "ActiveRuns", "Flag", "RunKey"]
-
-
-class RunKey(NamedTuple):
-    """Which run: a slot of a job, scheduled or manual (a manual run of a slot is another run)."""
-
-    job: str
-    slot_ms: int
-    manual: bool
-
-    @classmethod
-    def of(cls, grant: Grant) -> RunKey:
-        return cls(grant.job, grant.slot_ms, grant.manual)
+__all__ = ["ActiveRun", "ActiveRuns", "Flag"]
 
 
 class Flag:
@@ -79,8 +68,8 @@ class ActiveRun:
     ended: Flag = dataclasses.field(default_factory=Flag)
 
     @property
-    def key(self) -> RunKey:
-        return RunKey.of(self.grant)
+    def key(self) -> RunId:
+        return self.grant.id
 
     def cancel_job(self) -> bool:
         """Cancel the job function if it is still running; its bookkeeping is never interrupted."""
@@ -104,7 +93,7 @@ class ActiveRun:
             await self.returned.wait()
 
 
-class ActiveRuns(dict[RunKey, ActiveRun]):
+class ActiveRuns(dict[RunId, ActiveRun]):
     """Runs in progress by key; an attempt removes only its own entry (a later attempt may hold the key)."""
 
     def holds(self, active: ActiveRun) -> bool:

@@ -74,7 +74,8 @@ class ClaimBatcher:
         instance = self._instance_id
         return [
             Claim(
-                job=job,
+                job=job.name,
+                spec=job,
                 slot_ms=slot,
                 instance=instance,
                 token=tokens[32 * i : 32 * i + 32],
@@ -112,7 +113,7 @@ class ClaimBatcher:
             self._report(claims, results, sent)
             with CollectionDeferred():
                 for claim, result, due in zip(claims, results, due_ms, strict=True):
-                    self._dispatch(claim.job, claim.slot_ms, result, sent, due)
+                    self._dispatch(claim.spec, claim.slot_ms, result, sent, due)
                 # The runs just spawned were queued first: they start (up to their
                 # first await) before this task resumes and lets the collector run.
                 await asyncio.sleep(0)
@@ -159,7 +160,7 @@ class ClaimBatcher:
                 results = await self._backend.claim(claims)
             except Exception as exc:
                 self._health.failed("claim", exc)
-                deadline = min(c.slot_ms + c.job.options.max_late_ms for c in claims)
+                deadline = min(c.slot_ms + c.options.max_late_ms for c in claims)
                 if not retry or self._stopping() or self._clock.now_ms() + delay * 1000 >= deadline:
                     return [ClaimResult(Outcome.UNKNOWN) for _ in claims], sent
                 await asyncio.sleep(delay)
@@ -182,7 +183,7 @@ class ClaimBatcher:
                 lost,
                 skipped,
                 unknown,
-                ", ".join(f"{c.job.name}@{c.slot_ms}={r.outcome}" for c, r in zip(claims[:10], results, strict=False)),
+                ", ".join(f"{c.job}@{c.slot_ms}={r.outcome}" for c, r in zip(claims[:10], results, strict=False)),
                 extra={"claims": len(claims), "latency_ms": latency_ms},
             )
         self._observers.claims_decided(len(claims), latency_ms, won, lost, skipped, unknown)

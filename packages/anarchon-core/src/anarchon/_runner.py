@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 
-from ._active import ActiveRun, ActiveRuns, RunKey
+from ._active import ActiveRun, ActiveRuns
 from ._health import BackendHealth, error_text
 from ._invoke import JobInvoker
 from ._keeper import LeaseKeeper, held_until, lose_lease
@@ -115,7 +115,7 @@ class RunExecutor:
             catch_up=grant.catch_up,
             missed=grant.missed,
         )
-        previous = self.active.get(RunKey.of(grant))
+        previous = self.active.get(grant.id)
         if previous is not None:
             # The backend granted this run again, so this instance's earlier attempt lost it there.
             lose_lease(previous, "the backend granted the run again (take-over)", self._observers)

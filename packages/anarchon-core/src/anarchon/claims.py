@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .job import Job
-from .run import Run, RunStatus, ms_to_datetime
+from .options import JobOptions
+from .run import Run, RunId, RunStatus, ms_to_datetime
 
 __all__ = ["Claim", "ClaimResult", "Grant", "Outcome"]
 
@@ -27,12 +28,17 @@ class Outcome(str, enum.Enum):
 class Claim:
     """One instance asking to run one slot of one job.
 
+    ``job`` is the job's name, as in :class:`Grant` and :class:`Run`; the
+    job itself (its options, for the backend's rules) is ``spec``. Passing the
+    :class:`~anarchon.job.Job` as ``job`` is accepted and split into both, so
+    ``Claim(job, slot_ms, instance, token, now_ms)`` builds a whole claim.
+
     ``token`` is unique per claim; a retry of the same claim reuses it so the
     backend can recognise the client's own earlier claim. ``now_ms`` is the
     instance's clock, recorded as the run's ``started_at``.
     """
 
-    job: Job
+    job: str
     slot_ms: int
     instance: str
     token: str
@@ -40,11 +46,63 @@ class Claim:
     manual: bool = False
     catch_up: bool = False
     missed: int = 0
+    spec: Job = field(default=None, kw_only=True)  # type: ignore[assignment]  # set in __post_init__
+
+    def __post_init__(self) -> None:
+        job: object = self.job
+        if isinstance(job, Job):
+            object.__setattr__(self, "spec", job)
+            object.__setattr__(self, "job", job.name)
+        elif not isinstance(self.spec, Job) or self.spec.name != job:
+            raise TypeError(
+                f"Claim(job={job!r}) needs the Job itself: pass it as job, or its name as job and it as spec="
+            )
+
+    @property
+    def id(self) -> RunId:
+        return RunId(self.job, self.slot_ms, self.manual)
+
+    @property
+    def options(self) -> JobOptions:
+        """The job's options, which the backend's rules read (lease, overlap, history size…)."""
+        return self.spec.options
+
+    def granted(
+        self,
+        *,
+        attempt: int = 1,
+        fencing: int | None = None,
+        lease_ms: int = 0,
+        started_at_ms: int | None = None,
+        supersedes: int | None = None,
+        previous_mark: int | None = None,
+    ) -> Grant:
+        """The grant of this claim, as a backend answers a ``WON``: the claim's run, and what the backend adds.
+
+        A claim backend passes nothing (no lease, no fencing); a lease backend
+        its lease, fencing token and marks. The run starts at the claim's
+        ``now_ms`` unless the backend says otherwise.
+        """
+        return Grant(
+            job=self.job,
+            slot_ms=self.slot_ms,
+            instance=self.instance,
+            token=self.token,
+            attempt=attempt,
+            fencing=fencing,
+            manual=self.manual,
+            catch_up=self.catch_up,
+            missed=self.missed,
+            started_at_ms=self.now_ms if started_at_ms is None else started_at_ms,
+            lease_ms=lease_ms,
+            supersedes=supersedes,
+            previous_mark=previous_mark,
+        )
 
     def running(self, fencing: int | None = None) -> Run:
         """The history record written when this claim is granted (or, with ``status`` replaced, skipped)."""
         return Run(
-            job=self.job.name,
+            job=self.job,
             slot_ms=self.slot_ms,
             status=RunStatus.RUNNING,
             instance=self.instance,
@@ -79,6 +137,10 @@ class Grant:
     supersedes: int | None = None
     #: The job's ``mark`` this scheduled claim found and moved (``None``: the job never ran, or unknown).
     previous_mark: int | None = None
+
+    @property
+    def id(self) -> RunId:
+        return RunId(self.job, self.slot_ms, self.manual)
 
     def finished(self, status: RunStatus, *, started_ms: int, finished_ms: int, error: str | None = None) -> Run:
         """The history record of this grant's run, as :meth:`Backend.finish` receives it."""

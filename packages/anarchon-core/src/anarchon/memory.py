@@ -98,10 +98,10 @@ class MemoryStore:
     # Each public method below is one atomic step, as a server backend's script is.
 
     def claim(self, c: Claim) -> ClaimResult:
-        opts = c.job.options
+        opts = c.options
         with self._lock:
             now = self.clock()
-            book = self._book(c.job.name)
+            book = self._book(c.job)
             key = (c.slot_ms, c.manual)
             existing = book.runs.get(key)
             if existing is not None:
@@ -135,15 +135,15 @@ class MemoryStore:
                 book.won = c.slot_ms
             rec = _Record(c.running(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
             book.put(key, rec)
-            self._trim(book, c.job, now)
+            self._trim(book, c.spec, now)
             return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms, supersedes, previous))
 
     def _skip(self, book: _Book, key: tuple[int, bool], c: Claim, now: int) -> ClaimResult:
         """Record the slot skipped for overlap: a run still holds the job's lease."""
         base = c.running()
         skipped = base.replace(status=RunStatus.SKIPPED, finished_at=base.started_at, duration_ms=0)
-        book.put(key, _Record(skipped, c.token, c.job.options.lease_ms, now))
-        self._trim(book, c.job, now)
+        book.put(key, _Record(skipped, c.token, c.options.lease_ms, now))
+        self._trim(book, c.spec, now)
         return ClaimResult(Outcome.SKIPPED, record=skipped)
 
     def _grant(

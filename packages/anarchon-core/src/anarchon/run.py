@@ -6,9 +6,9 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["Run", "RunStatus", "datetime_to_ms", "ms_to_datetime"]
+__all__ = ["Run", "RunId", "RunStatus", "datetime_to_ms", "ms_to_datetime"]
 
 
 class RunStatus(str, enum.Enum):
@@ -40,6 +40,19 @@ def datetime_to_ms(moment: datetime) -> int:
     return round(moment.timestamp() * 1000)
 
 
+class RunId(NamedTuple):
+    """Which run: a slot of a job (by name), scheduled or manual; a manual run of a slot is another run.
+
+    :class:`~anarchon.claims.Claim`, :class:`~anarchon.claims.Grant` and
+    :class:`Run` each name their run by it (``.id``); the scheduler keys its
+    runs in progress by it.
+    """
+
+    job: str
+    slot_ms: int
+    manual: bool
+
+
 @dataclass(frozen=True)
 class Run:
     """One run of one slot of one job, as history keeps it.
@@ -66,6 +79,10 @@ class Run:
     @property
     def slot(self) -> datetime:
         return ms_to_datetime(self.slot_ms)
+
+    @property
+    def id(self) -> RunId:
+        return RunId(self.job, self.slot_ms, self.manual)
 
     def replace(self, **changes: Any) -> Run:
         return dataclasses.replace(self, **changes)

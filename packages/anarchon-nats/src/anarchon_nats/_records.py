@@ -88,7 +88,7 @@ def encode_claim(c: Claim) -> bytes:
     return json.dumps(
         {
             "v": _VERSION,
-            "job": c.job.name,
+            "job": c.job,
             "slot_ms": c.slot_ms,
             "instance": c.instance,
             "token": c.token,

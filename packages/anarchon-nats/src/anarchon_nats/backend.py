@@ -287,8 +287,8 @@ class NatsBackend(Backend):
         if not claims:
             return []
         js = self._jetstream()
-        if any(c.job.options.history_size > self._needed for c in claims):
-            await self.prepare([c.job for c in claims])  # a caller that skipped prepare(): once per increase
+        if any(c.options.history_size > self._needed for c in claims):
+            await self.prepare([c.spec for c in claims])  # a caller that skipped prepare(): once per increase
         if len(claims) == 1:
             acks: list[PubAck | BaseException] = [await self._publish_claim(js, claims[0])]
         else:
@@ -310,25 +310,15 @@ class NatsBackend(Backend):
                     results.append(ClaimResult(Outcome.LOST))
                     continue
                 started = owner[1]
-            grant = Grant(
-                job=c.job.name,
-                slot_ms=c.slot_ms,
-                instance=c.instance,
-                token=c.token,
-                manual=c.manual,
-                catch_up=c.catch_up,
-                missed=c.missed,
-                started_at_ms=started,
-            )
-            results.append(ClaimResult(Outcome.WON, grant))
+            results.append(ClaimResult(Outcome.WON, c.granted(started_at_ms=started)))
         return results
 
     async def _publish_claim(self, js: JetStreamContext, c: Claim) -> PubAck:
         return await js.publish(
-            claims_subject(self.prefix, c.job.name),
+            claims_subject(self.prefix, c.job),
             encode_claim(c),
             stream=self.stream,
-            headers={_MSG_ID: claim_msg_id(c.job.name, c.slot_ms, c.manual)},
+            headers={_MSG_ID: claim_msg_id(c.job, c.slot_ms, c.manual)},
         )
 
     async def _stored_claim(self, js: JetStreamContext, seq: int) -> tuple[str, int] | None:

@@ -81,9 +81,9 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
 
 def _batch_args(c: Claim) -> tuple[Any, ...]:
     """One scheduled claim as claim_batch's parameters after ``p_wait`` (claim()'s, less ``manual``)."""
-    options = c.job.options
+    options = c.options
     return (
-        c.job.name,
+        c.job,
         c.slot_ms,
         c.token,
         c.instance,
@@ -119,9 +119,9 @@ def _finish_args(grant: Grant, run: Run) -> tuple[Any, ...]:
 
 def _claim_args(c: Claim) -> tuple[Any, ...]:
     """One claim as the claim function's parameters, in order (one element of each array)."""
-    options = c.job.options
+    options = c.options
     return (
-        c.job.name,
+        c.job,
         c.slot_ms,
         c.manual,
         c.token,
@@ -360,7 +360,7 @@ class PostgresBackend(LeaseBackend):
         """
         if not claims:
             return []
-        names = {c.job.name for c in claims}
+        names = {c.job for c in claims}
         if len(claims) == 1 or len(names) < len(claims) or any(c.manual for c in claims):
             return await self._claim_general(claims)
         if len(claims) <= self._chunk:
@@ -432,7 +432,7 @@ class PostgresBackend(LeaseBackend):
         started = row["o_started_at"]
         if outcome is Outcome.SKIPPED:
             record = Run(
-                job=c.job.name,
+                job=c.job,
                 slot_ms=c.slot_ms,
                 status=RunStatus.SKIPPED,
                 instance=row["o_instance"],
@@ -447,7 +447,7 @@ class PostgresBackend(LeaseBackend):
             )
             return ClaimResult(Outcome.SKIPPED, record=record)
         grant = Grant(
-            job=c.job.name,
+            job=c.job,
             slot_ms=c.slot_ms,
             instance=row["o_instance"],
             token=c.token,

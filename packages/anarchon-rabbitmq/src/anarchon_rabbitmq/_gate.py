@@ -38,7 +38,7 @@ _ATTEMPTS = 4
 
 def _body(c: Claim) -> bytes:
     return json.dumps(
-        {"job": c.job.name, "slot_ms": c.slot_ms, "manual": c.manual, "instance": c.instance, "token": c.token},
+        {"job": c.job, "slot_ms": c.slot_ms, "manual": c.manual, "instance": c.instance, "token": c.token},
         separators=(",", ":"),
     ).encode()
 
@@ -85,7 +85,7 @@ async def claim_gate(pool: ChannelPool, queue: str, arguments: dict[str, object]
                     "job %s, slot %s: gate queue %s exists without the arguments a gate needs "
                     "(x-max-length 1, x-overflow reject-publish): %s; not running this slot, since every "
                     "instance could win it. Delete that queue, and find who declares it",
-                    c.job.name,
+                    c.job,
                     c.slot_ms,
                     queue,
                     exc,

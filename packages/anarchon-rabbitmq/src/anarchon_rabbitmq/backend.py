@@ -230,7 +230,7 @@ class RabbitMQBackend(Backend):
         results: list[ClaimResult] = []
         for c, answer in zip(claims, answers, strict=True):
             if isinstance(answer, BaseException):
-                log.error("claim of job %s, slot %s failed: %s; not running it", c.job.name, c.slot_ms, answer)
+                log.error("claim of job %s, slot %s failed: %s; not running it", c.job, c.slot_ms, answer)
                 results.append(ClaimResult(Outcome.UNKNOWN))
             else:
                 results.append(answer)
@@ -241,33 +241,24 @@ class RabbitMQBackend(Backend):
         if known is not None:
             # A retry of a claim this instance won: its first answer, unless the run already ended.
             return ClaimResult(Outcome.LOST) if known.finished else ClaimResult(Outcome.WON, known.grant)
-        self._history_sizes[c.job.name] = c.job.options.history_size
+        self._history_sizes[c.job] = c.options.history_size
         if self._maybe_forgotten(c):
             return ClaimResult(Outcome.UNKNOWN)
-        queue = gate_queue(self.prefix, c.job.name, c.slot_ms, manual=c.manual)
+        queue = gate_queue(self.prefix, c.job, c.slot_ms, manual=c.manual)
         outcome = await claim_gate(pool, queue, self._gate_arguments, c, OPERATION_TIMEOUT_S)
         if outcome is not Outcome.WON:
             return ClaimResult(outcome)
-        grant = Grant(
-            job=c.job.name,
-            slot_ms=c.slot_ms,
-            instance=c.instance,
-            token=c.token,
-            manual=c.manual,
-            catch_up=c.catch_up,
-            missed=c.missed,
-            started_at_ms=c.now_ms,
-        )
-        opts = c.job.options
+        grant = c.granted()
+        opts = c.options
         until = max(c.slot_ms, c.now_ms) + opts.jitter_ms + opts.max_late_ms + _REMEMBER_SLACK_MS
         self._won[c.token] = _Won(grant, until)
         try:
-            await self._append(c.job.name, c.token, c.running())
+            await self._append(c.job, c.token, c.running())
         except Exception as exc:
             # The gate decided; history is a record of it, not a second referee.
             log.warning(
                 "job %s, slot %s: won, but its running record was not written (%s); running it anyway",
-                c.job.name,
+                c.job,
                 c.slot_ms,
                 self._scrub(exc),
             )
@@ -291,7 +282,7 @@ class RabbitMQBackend(Backend):
         log.warning(
             "job %s, slot %s: due before the connection to RabbitMQ was lost; not claimed, since a restarted "
             "broker may have forgotten who won it",
-            c.job.name,
+            c.job,
             c.slot_ms,
         )
         return True

@@ -100,18 +100,9 @@ def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
     if outcome == "skipped":
         return ClaimResult(Outcome.SKIPPED, record=run_of(reply[1]))
     if isinstance(reply[1], int):
-        grant = Grant(
-            job=c.job.name,
-            slot_ms=int(c.slot_ms),
-            instance=c.instance,
-            token=c.token,
-            attempt=1,
+        grant = c.granted(
             fencing=reply[1],
-            manual=c.manual,
-            catch_up=c.catch_up,
-            missed=int(c.missed),
-            started_at_ms=int(c.now_ms),
-            lease_ms=c.job.options.lease_ms,
+            lease_ms=c.options.lease_ms,
             supersedes=_slot_or_none(reply, 2),
             previous_mark=_slot_or_none(reply, 3),
         )
@@ -319,8 +310,8 @@ class RedisBackend(LeaseBackend):
     # -- claiming -------------------------------------------------------------
 
     def _claim_call(self, c: Claim) -> Call:
-        o = c.job.options
-        k = self._keys.job(c.job.name)
+        o = c.options
+        k = self._keys.job(c.job)
         numbers = _NUMBERS.pack(
             c.slot_ms,
             c.manual,
@@ -332,14 +323,14 @@ class RedisBackend(LeaseBackend):
             o.history_size,
             o.history_ttl_ms or 0,
         )
-        return S.CLAIM, [k.state, k.runs, k.order, k.live, *self._hint()], [numbers, c.token, c.instance, c.job.name]
+        return S.CLAIM, [k.state, k.runs, k.order, k.live, *self._hint()], [numbers, c.token, c.instance, c.job]
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         if not claims:
             return []
         calls = [self._claim_call(c) for c in claims]
         if self.cluster:
-            calls += [(S.TOUCH, [self._keys.hint], [c.job.name, c.job.options.lease_ms]) for c in claims]
+            calls += [(S.TOUCH, [self._keys.hint], [c.job, c.options.lease_ms]) for c in claims]
         replies, reached = await self._calls_waited(calls, strict=0)
         for failed in {type(r).__name__: r for r in replies[len(claims) :] if isinstance(r, Exception)}.values():
             log.warning("could not update the take-over hint (the next sweep repairs it): %s", failed)
@@ -350,7 +341,7 @@ class RedisBackend(LeaseBackend):
     def _claim_answer(self, c: Claim, reply: Any) -> ClaimResult:
         """One claim's answer; a script error on this job's keys is this job's alone: unknown, logged."""
         if isinstance(reply, Exception):
-            _job_failed(c.job.name, "claim", reply)
+            _job_failed(c.job, "claim", reply)
             return _UNKNOWN
         return _claim_result(c, reply)
 

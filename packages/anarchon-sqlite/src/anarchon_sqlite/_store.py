@@ -206,8 +206,8 @@ _SELECT_OLDER_HELD = (
 
 
 def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
-    opts = c.job.options
-    name = c.job.name
+    opts = c.options
+    name = c.job
     manual = int(c.manual)
     found = conn.execute(_SELECT_CLAIM, (name, c.slot_ms, manual, now)).fetchone()
     known, mark, won, fencing, kept = found[0], found[1], found[2], found[3], found[4]
@@ -265,7 +265,7 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
         )  # fmt: skip
         result = ClaimResult(Outcome.WON, _grant(row, supersedes, previous))
     conn.execute(_INSERT_RUN, row)
-    kept = _trim(conn, c.job, kept + 1, now)
+    kept = _trim(conn, c.spec, kept + 1, now)
     conn.execute(
         "UPDATE anarchon_jobs SET mark = ?, won = ?, fencing = ?, kept = ? WHERE job = ?",
         (mark, won, fencing, kept, name),

@@ -104,9 +104,9 @@ class ClaimTests(SuiteBase):
                 if result.outcome is Outcome.WON:
                     assert result.grant is not None
                     assert result.grant.token == claim.token
-                    wins[(claim.job.name, claim.slot_ms)] += 1
+                    wins[(claim.job, claim.slot_ms)] += 1
                 else:
-                    assert _not_won(result), f"{claim.job.name}@{claim.slot_ms}: unexpected answer {result!r}"
+                    assert _not_won(result), f"{claim.job}@{claim.slot_ms}: unexpected answer {result!r}"
         expected = {(job.name, slot) for job in jobs for slot in slots}
         doubled = {key: n for key, n in wins.items() if n > 1}
         assert not doubled, (

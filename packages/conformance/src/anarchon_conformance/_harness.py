@@ -71,7 +71,8 @@ class Instance:
         clock_ms: int | None = None,
     ) -> Claim:
         return Claim(
-            job=job,
+            job=job.name,
+            spec=job,
             slot_ms=slot_ms,
             instance=self.id,
             token=token or uuid.uuid4().hex,
@@ -83,14 +84,14 @@ class Instance:
 
     async def claim_all(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         """One ``claim()`` call; checks that the answers line up with the claims."""
-        await self.prepare(list({c.job.name: c.job for c in claims}.values()))
+        await self.prepare(list({c.job: c.spec for c in claims}.values()))
         results = list(await self.backend.claim(claims))
         assert len(results) == len(claims), f"claim() got {len(claims)} claims and answered {len(results)}"
         for claim, result in zip(claims, results, strict=True):
             if result.grant is not None:
                 g = result.grant
-                assert (g.job, g.slot_ms, g.manual) == (claim.job.name, claim.slot_ms, claim.manual), (
-                    f"answer for claim {claim.job.name}@{claim.slot_ms} carries a grant for {g.job}@{g.slot_ms}: "
+                assert (g.job, g.slot_ms, g.manual) == (claim.job, claim.slot_ms, claim.manual), (
+                    f"answer for claim {claim.job}@{claim.slot_ms} carries a grant for {g.job}@{g.slot_ms}: "
                     "claim() must answer in the order of the claims"
                 )
         return results

@@ -119,8 +119,10 @@ class ReferenceTests(SuiteBase):
                     if sent and rng.random() < 0.25:
                         batch.append(rng.choice(sent))  # a retry: same token
                         continue
+                    job = rng.choice(jobs)
                     c = Claim(
-                        job=rng.choice(jobs),
+                        job=job.name,
+                        spec=job,
                         slot_ms=SLOT + rng.randint(0, 9) * 1000,
                         instance=rng.choice(["a", "b", "c"]),
                         token=uuid.uuid4().hex,

@@ -166,7 +166,7 @@ class RobustnessTests(SuiteBase):
         try:
             await backend.prepare([job])
             slot = now_ms() // 1000 * 1000
-            claim = Claim(job=job, slot_ms=slot, instance="prop-1", token=unique_name("t"), now_ms=now_ms())
+            claim = Claim(job.name, slot, "prop-1", unique_name("t"), now_ms(), spec=job)
             (result,) = await backend.claim([claim])
             assert result.won and result.grant is not None, f"a fresh job's first claim answered {result!r}"
             assert await backend.finish(result.grant, finished_run(result.grant, status, error=error))
