@@ -67,9 +67,11 @@ class ActiveRun:
     #: Set when the run's bookkeeping is done too (stop() waits for it).
     ended: Flag = dataclasses.field(default_factory=Flag)
 
-    @property
-    def key(self) -> RunId:
-        return self.grant.id
+    #: The run's identity, computed once: the table is looked up by it several times per run.
+    key: RunId = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = self.grant.id
 
     def cancel_job(self) -> bool:
         """Cancel the job function if it is still running; its bookkeeping is never interrupted."""

@@ -65,6 +65,8 @@ class PluginManager:
         for plugin in plugins:
             self.register(plugin)
         self._backends: dict[str, type[Backend]] | None = None
+        #: Hook callers by spec function: notify() runs several times per run.
+        self._callers: dict[Callable[..., None], Any] = {}
 
     def _load_entry_points(self) -> None:
         for name, (plugin, error) in _entry_point_plugins().items():
@@ -184,7 +186,9 @@ class PluginManager:
         each in a typed method. An observer that raises is logged and skipped;
         the others still run and scheduling never sees the exception.
         """
-        caller = getattr(self._pm.hook, hook.__name__)
+        caller = self._callers.get(hook)
+        if caller is None:
+            caller = self._callers[hook] = getattr(self._pm.hook, hook.__name__)
         for impl in caller.get_hookimpls():
             try:
                 impl.function(*[kwargs[arg] for arg in impl.argnames])
