@@ -80,7 +80,8 @@ def test_history_through_the_cli_reads_the_prefix_given_in_the_url(
     assert [r["slot_ms"] for r in json.loads(capsys.readouterr().out)] == [second.slot_ms]
     # The default prefix is another namespace, and the message says which one was read.
     assert main(["history", "--backend", redis_url, name]) == 0
-    assert "no runs recorded" in (out := capsys.readouterr().out) and "prefix='cron:'" in out
+    out = capsys.readouterr().out
+    assert "no runs recorded" in out and "prefix='cron:'" in out
 
 
 async def test_the_query_prefix_never_reaches_redis_py(redis_url: str, prefix: str) -> None:
