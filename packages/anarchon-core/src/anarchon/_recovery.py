@@ -131,7 +131,14 @@ class Recovery:
         for job in jobs:
             mark = marks.get(job.name)
             if mark is None:
-                continue
+                # Nobody ever decided a slot of this job. If this instance set out to claim one since it
+                # started (its claim lost in the outage), the slots from that one on are missed, not
+                # never due: without this the first slot was neither run, recorded nor counted
+                # (found by the protocol model, model/README.md).
+                first = self._timer.first_claimed(job.name)
+                if first is None:
+                    continue
+                mark = first - 1
             missed, newest = job.schedule.count_between(mark, now)
             if newest is not None and now - newest <= job.options.catch_up_ms:
                 log.info(

@@ -64,6 +64,9 @@ class SlotTimer:
         self._seq = 0
         #: Per job, the newest slot a catch-up claimed; the timer must not claim it (or older) again.
         self._caught_up: dict[str, int] = {}
+        #: Per job, the first slot this instance set out to claim since start(): a job whose mark is
+        #: still unset after an outage is caught up from there (its first claim may have been lost).
+        self._first: dict[str, int] = {}
         self._wake: asyncio.Event | None = None
         self._stopped = True
 
@@ -83,12 +86,17 @@ class SlotTimer:
         if self._wake is not None:
             self._wake.set()
 
+    def first_claimed(self, job: str) -> int | None:
+        """The first slot of ``job`` this instance set out to claim since start(), if any."""
+        return self._first.get(job)
+
     def caught_up(self, job: str, slot_ms: int) -> None:
         """A catch-up claimed this slot (with the ones it missed): never claim it, or older ones, again."""
         self._caught_up[job] = slot_ms
 
     def start(self, jobs: list[Job], now_ms: int) -> None:
         self._stopped = False
+        self._first.clear()
         self._wake = asyncio.Event()
         for job in jobs:
             self.schedule(job, now_ms)
@@ -136,6 +144,7 @@ class SlotTimer:
                 log.warning("job %s: slot %s reached %d ms late; skipped", name, ms_to_datetime(slot), now - slot)
                 self._observers.slot_skipped(job, slot, "late")
                 continue
+            self._first.setdefault(name, slot)
             if self._health.degraded and self._lease:
                 # Not claimed while the backend is away; the recovery catches it up.
                 self._observers.claim_lost(job, slot, "unknown")
