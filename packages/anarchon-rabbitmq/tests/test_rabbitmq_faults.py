@@ -234,11 +234,13 @@ async def test_after_the_connection_comes_back_slots_due_before_are_not_claimed(
     due = time.time_ns() // 1_000_000 // 1000 * 1000
     (won,) = await first.claim([claim(sync, due, "first")])
     assert won.outcome is Outcome.WON
-    before = _connection_pids()
+    # Connections are named by namespace, so other tests' connections on the broker are not counted.
+    name = f"anarchon-rabbitmq claims ({prefix})"
+    before = _connection_pids(name)
     second = await make_backend()
     (lost,) = await second.claim([claim(sync, due, "second")])
     assert lost.outcome is Outcome.LOST
-    (pid,) = _connection_pids() - before
+    (pid,) = _connection_pids(name) - before
     # The broker "restarts": it forgets the gate, and the second instance's connection is cut.
     gate = f"{prefix}sync.slot.{due}"
     connection = await aio_pika.connect(rabbit_url)

@@ -183,7 +183,7 @@ class RabbitMQBackend(Backend):
             return await aio_pika.connect(
                 self.url,
                 timeout=CONNECT_TIMEOUT_S,
-                client_properties={"connection_name": f"anarchon-rabbitmq {purpose}"},
+                client_properties={"connection_name": f"anarchon-rabbitmq {purpose} ({self.prefix})"},
             )
         except Exception as exc:
             raise BackendUnavailableError(
