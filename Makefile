@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PACKAGES := anarchon-core conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo test lint chaos chaos-short bench clean
+.PHONY: dev demo test lint chaos chaos-short bench model clean
 
 dev: $(STAMP)
 
@@ -34,6 +34,10 @@ lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# spin's exhaustive check of the lease protocol model (model/README.md); needs `spin` and a C compiler.
+model:
+	bash model/check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -18,11 +18,12 @@ cur-delay-skew     | pass | safety | -DHB=0 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 
 cur-3slots         | pass | safety | -DHB=0 -DN=2 -DNS=3 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=0
 cur-3instances     | pass | safety | -DHB=0 -DN=3 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=0
 hb-loss            | pass | safety | -DHB=1 -DCHECK_DEADSKIP -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=0
-hb-delay           | pass | safety | -DHB=1 -DCHECK_DEADSKIP -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=1 -DSKEW=0 -DCOLLAPSE
+hb-delay           | pass | safety | -DHB=1 -DCHECK_DEADSKIP -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=1 -DSKEW=0 -DJIT=0
+hb-fence-long-job  | pass | safety | -DHB=1 -DJOBT=4 -DN=2 -DNS=2 -DCRASHES=0 -DLOSSES=0 -DDELAYS=1 -DSKEW=0
 cur-live-fixed     | pass | live   | -DHB=0 -DFIX_FIRST=1 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=1
 hb-live-fixed      | pass | live   | -DHB=1 -DFIX_FIRST=1 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=0
 finding-first-slot | fail | live   | -DHB=0 -DFIX_FIRST=0 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=0
-design-hb-no-fence | fail | safety | -DHB=1 -DHBSF=0 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=1 -DSKEW=0
+design-hb-no-fence | fail | safety | -DHB=1 -DHBSF=0 -DJOBT=4 -DN=2 -DNS=2 -DCRASHES=0 -DLOSSES=0 -DDELAYS=1 -DSKEW=0
 design-cur-deadskip| fail | safety | -DHB=0 -DCHECK_DEADSKIP -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=0 -DSKEW=0
 mut1-finish-nofence| fail | safety | -DMUT=1 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=1 -DSKEW=0
 mut2-no-mark-rule  | fail | safety | -DMUT=2 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=1 -DSKEW=0
@@ -41,14 +42,13 @@ while IFS='|' read -r name expect mode flags; do
   dir="$work/$name"; mkdir -p "$dir"; cp lease.pml "$dir/"
   # shellcheck disable=SC2086
   (cd "$dir" && spin -a $flags lease.pml >spin.log 2>&1) || { echo "$name: spin -a failed"; cat "$dir/spin.log"; status=1; continue; }
-  pan_cc=""; [[ "$flags" == *-DCOLLAPSE* ]] && pan_cc="-DCOLLAPSE"
   if [ "$mode" = safety ]; then
     cc_flags="-DSAFETY -DNOCLAIM"; run_flags="-m200000"
   else
     cc_flags="-DNFAIR=3"; run_flags="-m200000 -a -f -N live"
   fi
   # shellcheck disable=SC2086
-  (cd "$dir" && gcc -O2 $cc_flags $pan_cc -DMEMLIM="$MEMLIM" -w -o pan pan.c) || { echo "$name: gcc failed"; status=1; continue; }
+  (cd "$dir" && gcc -O2 $cc_flags -DMEMLIM="$MEMLIM" -w -o pan pan.c) || { echo "$name: gcc failed"; status=1; continue; }
   start=$(date +%s%N)
   # shellcheck disable=SC2086
   (cd "$dir" && ./pan $run_flags >pan.log 2>&1)
