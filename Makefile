@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PACKAGES := anarchon-core anarchon conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats anarchon-prometheus anarchon-opentelemetry anarchon-web
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo demo-web test lint docs docs-build chaos chaos-short chaos-failover bench clean
+.PHONY: dev demo demo-web test lint docs docs-build chaos chaos-short chaos-failover bench model clean
 
 dev: $(STAMP)
 
@@ -49,6 +49,10 @@ lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# spin's exhaustive check of the lease protocol model (model/README.md); needs `spin` and a C compiler.
+model:
+	bash model/check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
