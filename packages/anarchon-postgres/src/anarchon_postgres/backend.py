@@ -13,11 +13,11 @@ import asyncpg  # type: ignore[import-untyped]
 from anarchon._errortext import clean_text
 from anarchon._records import decode_run, read_runs
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
+from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError
 from anarchon.options import check_history_limit
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
-from ._batch import Batcher
 from ._replication import asynchronous_standbys
 from ._schema import (
     SCHEMA_VERSION,
@@ -466,7 +466,8 @@ class PostgresBackend(LeaseBackend):
     async def finish(self, grant: Grant, run: Run) -> bool:
         """Record the run; finishes made together share one statement and one commit (see ``_batch``)."""
         if self._finishes is None:
-            self._finishes = Batcher(self._finish_many)
+            # Two statements out at most, so a claim always finds one of the pool's connections.
+            self._finishes = Batcher(self._finish_many, in_flight=2)
         return bool(await self._finishes.call(_finish_args(grant, run)))
 
     async def _finish_many(self, items: Sequence[tuple[Any, ...]]) -> list[bool]:

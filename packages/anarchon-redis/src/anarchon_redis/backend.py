@@ -34,6 +34,7 @@ from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from anarchon._records import read_runs
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
+from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError
 from anarchon.job import Job
 from anarchon.options import check_history_limit
@@ -42,7 +43,6 @@ from anarchon.urls import redact_url
 
 from . import _replicas
 from . import _scripts as S
-from ._batch import Batcher
 from ._keys import Keyspace, check_prefix, run_id
 from ._records import final_record, grant_of, history_run, run_of, text
 from ._url import read_redis_url
@@ -211,7 +211,8 @@ class RedisBackend(LeaseBackend):
         self._owns_client = client is None
         self._last_sweep: float | None = None
         self._sweep_cursor = 0
-        self._batch: Batcher[Call] = Batcher(self._calls_apart)
+        # Four pipelines out at most: one slow reply does not hold up the next turn's calls.
+        self._batch: Batcher[Call] = Batcher(self._calls_apart, in_flight=4)
 
     @classmethod
     def from_url(cls, url: str) -> RedisBackend:

@@ -2,46 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-from typing import Any
-
-from anarchon import AnarchonError, Scheduler
+from anarchon import Scheduler
+from anarchon.cli import UsageError, load_scheduler
 
 __all__ = ["UsageError", "load_scheduler", "parse_job"]
-
-
-class UsageError(AnarchonError):
-    """A command line that cannot work; the message says how to fix it."""
-
-
-def load_scheduler(target: str) -> Scheduler:
-    """Import ``module:attr`` (a Scheduler, or a function returning one), as uvicorn and celery do."""
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise UsageError(f"{target!r} is not module:attr; for example myapp.tasks:scheduler")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            raise UsageError(
-                f"cannot import {module_name!r}: run from the folder that holds it, or fix PYTHONPATH"
-            ) from exc
-        raise
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise UsageError(f"{module_name!r} has no attribute {attr!r}") from None
-    if not isinstance(obj, Scheduler) and callable(obj):
-        obj = obj()
-    if not isinstance(obj, Scheduler):
-        raise UsageError(f"{target} is a {type(obj).__name__}, not an anarchon Scheduler")
-    return obj
 
 
 def parse_job(text: str) -> tuple[str, str, str]:

@@ -1,18 +1,17 @@
-"""Send the one-job calls made at the same moment as one pipeline.
+"""Gathering the backend calls made at the same moment into one round trip, for backends.
 
-The scheduler calls :meth:`~anarchon.backend.Backend.finish` once per run, so
-when a thousand jobs are due in one second a thousand finishes start within
-milliseconds of each other. Sent one by one, each takes a connection of its
-own from redis-py's pool, which holds 100 at most and answers the 101st with
-``MaxConnectionsError``: the scheduler then counts the backend as failing,
-pauses its claims and retries, and the runs keep their leases so long that
-the next second's claims find them still running. Gathered here, the calls of
-one event-loop turn go out together on one connection, and the calls made
-while a pipeline is out wait for the next one, a few at most in flight.
+A thousand runs due together finish within milliseconds of each other. Sent
+one by one, each call takes a connection and a round trip of its own (a
+commit per run on PostgreSQL; on Redis a connection each from a pool that
+refuses the 101st). :class:`Batcher` gathers the calls of one event-loop turn
+into one list for ``send``; the calls made while ``in_flight`` sends are out
+wait for the next one.
 
-Each caller gets its own reply or its own error; a pipeline that fails as a
+Each caller gets its own reply or its own error; a send that fails as a
 whole (the connection dropped) fails every call in it, each of which the
-scheduler retries as it would a single call.
+scheduler retries as it would a single call. Used by anarchon-redis (one
+pipeline per batch) and anarchon-postgres (one statement per batch of
+finishes).
 """
 
 from __future__ import annotations
@@ -25,14 +24,11 @@ __all__ = ["Batcher"]
 
 T = TypeVar("T")
 
-#: Pipelines out at once: enough that one slow reply does not hold up the next turn's calls.
-IN_FLIGHT = 4
-
 
 class Batcher(Generic[T]):
     """Gathers items into lists for ``send``, which answers each item (a reply or an exception)."""
 
-    def __init__(self, send: Callable[[Sequence[T]], Awaitable[Sequence[Any]]], in_flight: int = IN_FLIGHT) -> None:
+    def __init__(self, send: Callable[[Sequence[T]], Awaitable[Sequence[Any]]], in_flight: int) -> None:
         self._send = send
         self._limit = in_flight
         self._pending: list[tuple[T, asyncio.Future[Any]]] = []
@@ -54,7 +50,7 @@ class Batcher(Generic[T]):
                 await asyncio.sleep(0)
 
     def _schedule(self) -> None:
-        # On the next turn, not now: the callers woken in this turn join the same pipeline.
+        # On the next turn, not now: the callers woken in this turn join the same call of send.
         if not self._scheduled and len(self._flushes) < self._limit:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._launch)
