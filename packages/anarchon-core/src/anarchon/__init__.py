@@ -33,6 +33,7 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .job import Job
+from .liveness import Beat, Heart
 from .memory import MemoryBackend, MemoryStore
 from .options import JobOptions
 from .run import Run, RunId, RunStatus
@@ -48,11 +49,13 @@ __all__ = [
     "Backend",
     "BackendNotInstalledError",
     "BackendUnavailableError",
+    "Beat",
     "Capabilities",
     "Claim",
     "ClaimResult",
     "Clock",
     "Grant",
+    "Heart",
     "InvalidJobError",
     "Job",
     "JobFunc",

@@ -53,6 +53,8 @@ class ActiveRun:
     context: RunContext
     #: Monotonic time (s) after which the lease must be presumed lost.
     lease_deadline: float
+    #: Monotonic time (s) the claim or take-over that granted it was sent (the heartbeat checks it).
+    sent: float = 0.0
     #: Monotonic time (s) of the next renewal (lease backends).
     renew_at: float = 0.0
     #: The task the job function runs in; cancelled only while ``in_job``.

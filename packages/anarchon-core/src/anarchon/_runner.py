@@ -15,6 +15,7 @@ import time
 
 from ._active import ActiveRun, ActiveRuns
 from ._health import BackendHealth, error_text
+from ._heartbeat import Heartbeat
 from ._invoke import JobInvoker
 from ._keeper import LeaseKeeper, held_until, lose_lease
 from ._runlog import RunLog
@@ -76,6 +77,8 @@ class RunExecutor:
         self._keeper = keeper
         self.active = active
         self.runlog = RunLog()
+        #: This instance's heartbeat, on a backend with liveness: a grant is run only while it holds.
+        self.heartbeat: Heartbeat | None = None
         self.invoker = JobInvoker(self.runlog)
 
     async def execute(self, job: Job, grant: Grant, sent: float, due_ms: int | None = None) -> Run | None:
@@ -91,11 +94,15 @@ class RunExecutor:
         started the lease late (a store that was locked), a backup takes the
         run over at once instead of the slot waiting out a lease nobody uses.
         """
-        if self._leases is not None and time.monotonic() >= held_until(sent, grant.lease_ms):
+        late = time.monotonic() >= held_until(sent, grant.lease_ms)
+        if self._leases is not None and (late or (self.heartbeat is not None and not self.heartbeat.held(sent))):
             log.warning(
-                "job %s, slot %s: the grant arrived after its lease could have run out; handing it over",
+                "job %s, slot %s: %s; handing it over",
                 job.name,
                 ms_to_datetime(grant.slot_ms),
+                "the grant arrived after its lease could have run out"
+                if late
+                else "this instance's heartbeat lapsed since the claim was sent",
             )
             self._observers.claim_lost(job, grant.slot_ms, "stale")
             try:
@@ -120,7 +127,7 @@ class RunExecutor:
             # The backend granted this run again, so this instance's earlier attempt lost it there.
             lose_lease(previous, "the backend granted the run again (take-over)", self._observers)
             await previous.wait_job_returned()
-        active = ActiveRun(job, grant, ctx, lease_deadline=held_until(sent, grant.lease_ms))
+        active = ActiveRun(job, grant, ctx, lease_deadline=held_until(sent, grant.lease_ms), sent=sent)
         self.active[active.key] = active
         if self._keeper is not None:
             self._keeper.watch(active, sent + grant.lease_ms / 3000)

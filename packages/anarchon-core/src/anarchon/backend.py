@@ -46,6 +46,12 @@ lease — subclass :class:`LeaseBackend`
       *won* (``won``: slots skipped for overlap move ``mark`` but not
       ``won``, since they did not run the job); otherwise marks it
       ``abandoned``.
+    * With ``capabilities.liveness``, a running run whose owner (its
+      ``instance``) has a heartbeat record that expired counts as expired too,
+      whatever its lease says: for :meth:`take_over`, for the abandon-older
+      step of a claim and for the overlap skip (so a slot after a dead run is
+      not skipped for it). An owner without a record counts as alive. See
+      :mod:`anarchon.liveness`.
     * :meth:`renew`, :meth:`finish` and :meth:`hand_over` succeed only for the
       current owner (same token, status ``running``); a stale owner gets
       ``False`` and changes nothing.
@@ -67,6 +73,7 @@ from typing import Any, ClassVar
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
 from .job import Job
+from .liveness import Heart
 from .options import JobOptions, resolve_options
 from .run import Run
 
@@ -88,6 +95,24 @@ class Backend(abc.ABC):
     when ``capabilities.lease`` is true, the lease methods below them. Keep
     ``__repr__`` free of passwords (see :func:`anarchon.urls.redact_url`).
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a class whose declared capabilities contradict its type."""
+        super().__init_subclass__(**kwargs)
+        caps = cls.__dict__.get("capabilities")
+        if not isinstance(caps, Capabilities):
+            return
+        is_lease = issubclass(cls, LeaseBackend)
+        if caps.lease and not is_lease:
+            raise TypeError(
+                f"{cls.__name__}: capabilities.lease=True but the class is not a LeaseBackend; "
+                "subclass anarchon.LeaseBackend (its four lease methods are abstract) or set lease=False"
+            )
+        if caps.liveness and (not is_lease or cls.heart is LeaseBackend.heart):  # type: ignore[attr-defined]
+            raise TypeError(
+                f"{cls.__name__}: capabilities.liveness=True needs a LeaseBackend that overrides heart(); "
+                "implement heart() or set liveness=False"
+            )
 
     #: Short name used by ``anarchon backends`` and in error messages.
     name: ClassVar[str]
@@ -188,6 +213,14 @@ class LeaseBackend(Backend):
     @abc.abstractmethod
     async def hand_over(self, grant: Grant) -> bool:
         """Expire the lease now so a backup takes the run over at once."""
+
+    def heart(self) -> Heart | None:
+        """A new heartbeat for this instance, on a connection of its own; ``None`` without liveness.
+
+        Called once per :meth:`~anarchon.Scheduler.start`; the scheduler drives
+        it from a thread and an event loop of its own (see :mod:`anarchon.liveness`).
+        """
+        return None
 
     @abc.abstractmethod
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:

@@ -26,6 +26,9 @@ class Capabilities:
     idempotent_claim: bool = True
     #: Instances in several OS processes (or hosts) can share the store.
     multi_process: bool = True
+    #: Each instance keeps a heartbeat (:meth:`LeaseBackend.heart`), and a run
+    #: whose owner's heartbeat expired is taken over at once, not at its lease.
+    liveness: bool = False
 
     @property
     def kind(self) -> str:

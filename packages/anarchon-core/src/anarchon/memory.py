@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from .backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
+from .liveness import RETAIN_DEAD_MS, Beat, Heart
 from .options import check_history_limit
 from .run import Run, RunStatus, ms_to_datetime
 
@@ -88,6 +89,8 @@ class MemoryStore:
         self.clock = clock or _wall_ms
         self._lock = threading.Lock()
         self._books: dict[str, _Book] = {}
+        #: Heartbeat records: instance -> alive until (store clock, ms).
+        self._alive: dict[str, int] = {}
 
     def _book(self, job: str) -> _Book:
         book = self._books.get(job)
@@ -96,6 +99,31 @@ class MemoryStore:
         return book
 
     # Each public method below is one atomic step, as a server backend's script is.
+
+    def beat(self, instance: str, ttl_ms: int) -> dict[str, int]:
+        """Keep ``instance`` alive ``ttl_ms`` from now; drop long-dead records, return the dead ones."""
+        with self._lock:
+            now = self.clock()
+            self._alive[instance] = now + ttl_ms
+            dead = {}
+            for name, until in list(self._alive.items()):
+                if until < now - RETAIN_DEAD_MS:
+                    del self._alive[name]
+                elif until < now:
+                    dead[name] = until
+            return dead
+
+    def leave(self, instance: str) -> None:
+        with self._lock:
+            if instance in self._alive:
+                self._alive[instance] = min(self._alive[instance], self.clock() - 1)
+
+    def _expired(self, rec: _Record, now: int) -> bool:
+        """The lease ran out, or the owner's heartbeat did (an owner without a record counts as alive)."""
+        if rec.expires_ms <= now:
+            return True
+        until = self._alive.get(rec.run.instance)
+        return until is not None and until < now
 
     def claim(self, c: Claim) -> ClaimResult:
         opts = c.options
@@ -116,19 +144,23 @@ class MemoryStore:
             if not c.manual:
                 if book.mark is not None and c.slot_ms <= book.mark:
                     if opts.overlap == "skip" and any(
-                        k[0] < c.slot_ms and book.runs[k].expires_ms > now for k in book.running
+                        k[0] < c.slot_ms and not self._expired(book.runs[k], now) for k in book.running
                     ):
                         return self._skip(book, key, c, now)  # delayed past a newer slot, and overlapped anyway
                     return ClaimResult(Outcome.LOST)
                 for slot, manual in list(book.running) if book.running else ():
                     rec = book.runs[slot, manual]
-                    if not manual and slot < c.slot_ms and rec.expires_ms <= now:
+                    if not manual and slot < c.slot_ms and self._expired(rec, now):
                         rec.run = rec.run.replace(status=RunStatus.ABANDONED)
                         book.settle((slot, manual), rec)
                         if slot == book.won:
                             supersedes = slot
                 previous, book.mark = book.mark, c.slot_ms
-            if opts.overlap == "skip" and book.running and any(book.runs[k].expires_ms > now for k in book.running):
+            if (
+                opts.overlap == "skip"
+                and book.running
+                and any(not self._expired(book.runs[k], now) for k in book.running)
+            ):
                 return self._skip(book, key, c, now)
             book.fencing += 1
             if not c.manual:
@@ -211,7 +243,7 @@ class MemoryStore:
             now = self.clock()
             for slot, manual in sorted(book.running):
                 rec = book.runs[slot, manual]
-                if rec.expires_ms > now:
+                if not self._expired(rec, now):
                     continue
                 newest = manual or slot == book.won
                 if not newest or (rec.run.attempt >= job.options.max_attempts and not rec.handed_over):
@@ -276,7 +308,9 @@ class MemoryBackend(LeaseBackend):
 
     name: ClassVar[str] = "memory"
     url_schemes: ClassVar[tuple[str, ...]] = ("memory",)
-    capabilities: ClassVar[Capabilities] = Capabilities(lease=True, history_ttl=True, multi_process=False)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        lease=True, history_ttl=True, multi_process=False, liveness=True
+    )
 
     def __init__(self, store: MemoryStore | None = None) -> None:
         self.store = store if store is not None else MemoryStore()
@@ -317,3 +351,25 @@ class MemoryBackend(LeaseBackend):
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         return {job.name: self.store.mark(job.name) for job in jobs}
+
+    def heart(self) -> Heart:
+        return _MemoryHeart(self.store)
+
+
+class _MemoryHeart(Heart):
+    """The heartbeat into a :class:`MemoryStore`: its lock makes it safe from the heartbeat thread."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def open(self) -> None:
+        pass
+
+    async def beat(self, instance: str, ttl_ms: int) -> Beat:
+        return Beat(self._store.beat(instance, ttl_ms))
+
+    async def leave(self, instance: str) -> None:
+        self._store.leave(instance)
+
+    async def close(self) -> None:
+        pass

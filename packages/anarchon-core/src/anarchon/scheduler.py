@@ -30,6 +30,7 @@ from ._active import ActiveRuns
 from ._batcher import ClaimBatcher
 from ._build import build_job
 from ._health import BackendHealth, error_text
+from ._heartbeat import Heartbeat
 from ._identity import check_instance_id, default_instance_id
 from ._keeper import LeaseKeeper
 from ._recovery import Recovery
@@ -43,7 +44,7 @@ from ._watchdog import watch_loop
 from .backend import Backend, LeaseBackend, Outcome
 from .clock import Clock, SystemClock
 from .context import JobFunc
-from .errors import AnarchonError
+from .errors import AnarchonError, BackendUnavailableError
 from .job import Job
 from .observers import Observers
 from .options import check_job_name
@@ -62,6 +63,8 @@ RUN_NOW_TRIES = 5
 TASKS_BOUND_S = 1.0
 #: Back-off between connection attempts of start(wait=False).
 CONNECT_BACKOFF_MIN_S, CONNECT_BACKOFF_MAX_S = 0.2, 30.0
+#: How long start() waits for the first heartbeat to be acknowledged (backends with liveness).
+FIRST_BEAT_TIMEOUT_S = 10.0
 
 
 class Scheduler:
@@ -126,6 +129,7 @@ class Scheduler:
             lease=leases is not None,
             on_due=self._batcher.submit_due,
         )
+        self._heartbeat: Heartbeat | None = None
         self._recovery = (
             Recovery(
                 leases,
@@ -247,9 +251,42 @@ class Scheduler:
         await self._open_backend()
         try:
             await self._prepare(self._registry.all(), raise_errors=True)
+            await self._start_heartbeat()
         except BaseException:
             await self._close_backend()
             raise
+
+    async def _start_heartbeat(self) -> None:
+        """Beat once before the first claim: a run claimed without a record would wait out its lease if we died."""
+        heart = self.backend.heart() if isinstance(self.backend, LeaseBackend) else None
+        if heart is None:
+            return
+        beat = Heartbeat(heart, self.instance_id, on_dead=self._on_dead)
+        if not await beat.start(FIRST_BEAT_TIMEOUT_S):
+            await beat.stop(leave=False)
+            raise BackendUnavailableError(
+                f"backend {self.backend!r} answered, but this instance's first heartbeat was not acknowledged "
+                f"within {FIRST_BEAT_TIMEOUT_S:.0f} s (the log of 'anarchon.liveness' says why); "
+                "check that the backend accepts one more connection per instance"
+            )
+        self._heartbeat = self._runner.heartbeat = beat
+
+    async def _stop_heartbeat(self) -> None:
+        beat, self._heartbeat = self._heartbeat, None
+        self._runner.heartbeat = None
+        if beat is not None:
+            await beat.stop(leave=True)
+
+    def _on_dead(self, dead: Mapping[str, int]) -> None:
+        """Another instance's heartbeat expired: take its runs over now rather than at their lease."""
+        if self._recovery is None or self._stopping or not self._ready:
+            return
+        log.info(
+            "instance(s) %s stopped beating; taking their runs over",
+            ", ".join(sorted(dead)),
+            extra={"instance": self.instance_id, "dead": sorted(dead)},
+        )
+        self._tasks.spawn(self._recovery.take_over(self._registry.all()))
 
     async def _connect_later(self) -> None:
         delay = CONNECT_BACKOFF_MIN_S
@@ -284,6 +321,8 @@ class Scheduler:
             watch_skew(self.backend, self.clock, self._registry, self._health, self._observers, self._is_stopping)
         )
         self._tasks.spawn(watch_loop(self._runner.active, self._runner.invoker, self._is_stopping))
+        if self._heartbeat is not None:
+            self._tasks.spawn(self._heartbeat.watch(self._runner.active, self._observers, self._is_stopping))
         log.info("anarchon started: instance %s, %d jobs, backend %r", self.instance_id, len(jobs), self.backend)
         self._observers.scheduler_started()
 
@@ -310,6 +349,7 @@ class Scheduler:
         self._timer.clear()
         if self._keeper is not None:
             self._keeper.clear()
+        await self._stop_heartbeat()
         await self._close_backend()
         self._started = self._ready = False
         log.info("anarchon stopped: instance %s", self.instance_id)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, LeaseBackend
 from anarchon.job import Job
+from anarchon.liveness import Beat, Heart
 from anarchon.run import Run, RunStatus
 
 from ._jobs import finished_run, make_job, now_ms, unique_name
@@ -48,6 +49,7 @@ class Instance:
         self.id = instance_id
         self.closed = False
         self._prepared: set[str] = set()
+        self._heart: Heart | None = None
 
     async def prepare(self, jobs: Sequence[Job]) -> None:
         """``Backend.prepare`` for jobs this instance has not seen, as ``start()``/``add()`` do."""
@@ -118,10 +120,30 @@ class Instance:
         await self.prepare([job])
         return list(await self.leases.take_over([job], self.id))
 
+    async def beat(self, ttl_ms: int) -> Beat:
+        """One heartbeat of this instance (liveness), on a heart opened on first use."""
+        if self._heart is None:
+            heart = self.leases.heart()
+            assert heart is not None, f"{self.backend!r} declares liveness but heart() returned None"
+            await heart.open()
+            self._heart = heart
+        return await self._heart.beat(self.id, ttl_ms)
+
+    async def leave(self) -> None:
+        assert self._heart is not None, "leave() before any beat()"
+        await self._heart.leave(self.id)
+
+    async def stop_beating(self) -> None:
+        """Close the heart without leaving: the record expires by itself, as after ``kill -9``."""
+        heart, self._heart = self._heart, None
+        if heart is not None:
+            await heart.close()
+
     async def die(self) -> None:
         """Stop as a crashed process would: no finish, no hand-over, connection gone."""
         if not self.closed:
             self.closed = True
+            await self.stop_beating()
             await self.backend.close()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._claim import ClaimTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
+from ._liveness import LivenessTests
 from ._options import OptionTests
 from ._reference import ReferenceTests
 from ._robust import RobustnessTests, SchedulerRobustnessTests
@@ -18,6 +19,7 @@ class BackendSuite(
     HistoryTests,
     OptionTests,
     LeaseTests,
+    LivenessTests,
     ReferenceTests,
     SchedulerTests,
     RobustnessTests,

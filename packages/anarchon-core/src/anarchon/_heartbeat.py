@@ -1,0 +1,178 @@
+"""This instance's heartbeat: a thread of its own beating into the store.
+
+The thread runs its own event loop and the backend's :class:`~anarchon.liveness.Heart`
+(its own connection), so a job that blocks the scheduler's event loop does not
+make the fleet take this instance's runs over. The scheduler's side reads two
+numbers the thread publishes as one tuple (an atomic assignment):
+
+* ``deadline``: when (monotonic) this instance must presume its runs lost,
+  ``sent + TTL * (1 - LEASE_SAFETY)`` of the last acknowledged beat;
+* ``revived``: when an acknowledgement last ended a lapse (or came first).
+
+A run is held only if its claim was sent after the last revival and the
+deadline has not passed (:meth:`Heartbeat.held`); :meth:`Heartbeat.watch`
+stops the runs that are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from ._active import ActiveRuns
+from ._errortext import error_text
+from ._keeper import LEASE_SAFETY, lose_lease
+from .liveness import HEARTBEAT_MS, LIVENESS_TTL_MS, Heart
+from .observers import Observers
+
+__all__ = ["Heartbeat"]
+
+log = logging.getLogger("anarchon.liveness")
+
+#: A beat that fails is logged at WARNING at most this often (seconds); the rest at DEBUG.
+WARN_EVERY_S = 10.0
+
+
+class Heartbeat:
+    def __init__(
+        self,
+        heart: Heart,
+        instance: str,
+        *,
+        on_dead: Callable[[Mapping[str, int]], None],
+        period_ms: int = HEARTBEAT_MS,
+        ttl_ms: int = LIVENESS_TTL_MS,
+    ) -> None:
+        self._heart = heart
+        self._instance = instance
+        self._on_dead = on_dead
+        self._period = period_ms / 1000
+        self._ttl_ms = ttl_ms
+        self._hold = ttl_ms * (1 - LEASE_SAFETY) / 1000
+        #: (deadline, revived), both monotonic seconds; never acknowledged yet.
+        self._state: tuple[float, float] = (float("-inf"), float("inf"))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._first: asyncio.Event | None = None
+        #: The thread's own loop and the event that wakes it early (stop).
+        self._beat_loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._seen_dead: frozenset[str] = frozenset()
+        self._warned = 0.0
+
+    # -- the scheduler's side --------------------------------------------------
+
+    def held(self, sent: float) -> bool:
+        """Whether a run whose claim was sent at ``sent`` (monotonic) is still this instance's."""
+        deadline, revived = self._state
+        return revived < sent and time.monotonic() <= deadline
+
+    async def start(self, timeout_s: float) -> bool:
+        """Start beating; ``True`` once the first beat is acknowledged within ``timeout_s``."""
+        self._loop = asyncio.get_running_loop()
+        self._first = asyncio.Event()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._main, name=f"anarchon-heartbeat-{self._instance}", daemon=True)
+        self._thread.start()
+        try:
+            await asyncio.wait_for(self._first.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def stop(self, *, leave: bool) -> None:
+        """Stop the thread; with ``leave`` the record is expired first, so leftovers are taken over at once."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._leave = leave
+        self._stop.set()
+        loop, wake = self._beat_loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the thread's loop has ended already
+                loop.call_soon_threadsafe(wake.set)
+        await asyncio.to_thread(thread.join, 5 + self._ttl_ms / 1000)
+
+    async def watch(self, active: ActiveRuns, observers: Observers, stopping: Callable[[], bool]) -> None:
+        """Stop every run this instance may no longer hold: after a lapse the fleet may have taken it over."""
+        seen = self._state[1]
+        while not stopping():
+            await asyncio.sleep(self._period)
+            deadline, revived = self._state
+            if time.monotonic() <= deadline and revived == seen:
+                continue
+            seen = revived
+            for run in list(active.values()):
+                if not run.context.lease_lost and not self.held(run.sent):
+                    lose_lease(run, "this instance's heartbeat lapsed, so the fleet may take the run over", observers)
+
+    # -- the thread's side -----------------------------------------------------
+
+    _leave = False
+
+    def _main(self) -> None:
+        asyncio.run(self._beating())
+
+    async def _beating(self) -> None:
+        self._beat_loop = asyncio.get_running_loop()
+        self._wake = wake = asyncio.Event()
+        opened = False
+        try:
+            while not self._stop.is_set():
+                sent = time.monotonic()
+                try:
+                    if not opened:
+                        await asyncio.wait_for(self._heart.open(), self._ttl_ms / 1000)
+                        opened = True
+                    beat = await asyncio.wait_for(self._heart.beat(self._instance, self._ttl_ms), self._ttl_ms / 1000)
+                except Exception as exc:
+                    self._failed(exc)
+                else:
+                    self._acked(sent, beat.dead)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(wake.wait(), max(0.0, sent + self._period - time.monotonic()))
+            if opened and self._leave:
+                try:
+                    await asyncio.wait_for(self._heart.leave(self._instance), self._ttl_ms / 1000)
+                except Exception as exc:
+                    log.warning("heartbeat: could not leave (%s); the record expires within its TTL", error_text(exc))
+        finally:
+            if opened:
+                try:
+                    await self._heart.close()
+                except Exception as exc:
+                    log.debug("heartbeat: close failed: %s", error_text(exc))
+
+    def _acked(self, sent: float, dead: Mapping[str, int]) -> None:
+        now = time.monotonic()
+        deadline, revived = self._state
+        if now > deadline:
+            revived = now  # a lapse (or the first beat) ends here: earlier claims are not held
+            if deadline != float("-inf"):
+                log.warning("heartbeat: acknowledged again after a lapse; runs held before it were given up")
+        self._state = (max(deadline, sent + self._hold), revived)
+        loop = self._loop
+        if loop is None:
+            return
+        names = frozenset(dead) - {self._instance}
+        new = names - self._seen_dead
+        self._seen_dead = names
+        first = self._first
+        with contextlib.suppress(RuntimeError):  # the scheduler's loop is closed: nobody to tell
+            if first is not None and not first.is_set():
+                loop.call_soon_threadsafe(first.set)
+            if new:
+                loop.call_soon_threadsafe(self._on_dead, {n: dead[n] for n in new})
+
+    def _failed(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._warned >= WARN_EVERY_S:
+            self._warned = now
+            log.warning("heartbeat of instance %s failed: %s", self._instance, error_text(exc))
+        else:
+            log.debug("heartbeat of instance %s failed: %s", self._instance, error_text(exc))

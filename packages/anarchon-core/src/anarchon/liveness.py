@@ -1,0 +1,90 @@
+"""Instance liveness, apart from run leases: a heartbeat per instance.
+
+A run's lease (``lease_ms``, 30 s by default) bounds an owner that is alive but
+stalled; it is far too long to wait for an owner that is *dead*: every slot of
+an every-second job would be skipped for overlap with the dead run until the
+lease ran out. So each instance of a lease backend that offers it also keeps
+one heartbeat record in the store, ``alive_until = store clock + TTL``,
+renewed every :data:`HEARTBEAT_MS` from a thread and a connection of its own
+(a busy event loop, a sync job hogging it, does not stop the heartbeat; only
+a dead, frozen or cut-off process does).
+
+The store then applies one more rule (see :mod:`anarchon.backend`): a running
+run whose owner has a record and that record expired (``alive_until`` before
+the store's now) counts as expired, for take-over, for the abandon-older step
+of a claim and for the overlap skip, whatever its lease says. An owner with
+no record at all counts as alive: its runs wait for their lease, as before.
+
+The owner's side of the bargain (found by the protocol model, model/README.md):
+an instance presumes every run it holds lost once :data:`LIVENESS_TTL_MS`
+times ``1 - LEASE_SAFETY`` passed since it *sent* its last acknowledged beat,
+and does not start a grant whose claim it sent before such a lapse. A record
+that expired comes back with the next beat that arrives (the upsert always
+writes); runs the owner gave up stay given up.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["HEARTBEAT_MS", "LIVENESS_TTL_MS", "RETAIN_DEAD_MS", "Beat", "Heart"]
+
+#: How often an instance renews its heartbeat record.
+HEARTBEAT_MS = 250
+#: How long the store keeps a record alive after a beat arrives: six beats, so
+#: about a second of failed or slow beats is tolerated before the fleet takes
+#: this instance's runs over, and a killed instance is noticed within 1.5 s.
+LIVENESS_TTL_MS = 1500
+#: How long an expired record is kept (and reported dead) before it is deleted.
+#: A run of an owner whose record is gone waits for its lease, so this only
+#: needs to outlast the take-over poll of some live instance.
+RETAIN_DEAD_MS = 600_000
+
+
+@dataclass(frozen=True)
+class Beat:
+    """What one heartbeat learnt: the instances the store now holds dead.
+
+    ``dead`` maps each instance whose record expired within
+    :data:`RETAIN_DEAD_MS` to its ``alive_until`` (store clock, epoch ms). A
+    store that cannot check an owner inside the claim's atomic step (a Redis
+    Cluster script cannot read a key of another slot) passes these pairs to it:
+    a run whose owner is listed counts as dead only if it was last granted or
+    renewed before that ``alive_until``, so a stale list never condemns a run
+    the owner took after coming back.
+    """
+
+    dead: Mapping[str, int] = field(default_factory=dict)
+
+
+class Heart(abc.ABC):
+    """One instance's heartbeat on a connection of its own.
+
+    Built by :meth:`anarchon.backend.LeaseBackend.heart`; every method is
+    called from the heartbeat thread's own event loop, never the scheduler's,
+    so :meth:`open` must make a new connection (pool) there, and nothing may be
+    shared with the backend object but plain data.
+    """
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect; create the heartbeat table or key space if missing."""
+
+    @abc.abstractmethod
+    async def beat(self, instance: str, ttl_ms: int) -> Beat:
+        """Set ``instance``'s record to ``store now + ttl_ms`` (create or revive it).
+
+        Also delete records dead for longer than :data:`RETAIN_DEAD_MS`, and
+        return the others that are dead. Raises when the store cannot be
+        reached: the caller counts that beat as not acknowledged.
+        """
+
+    @abc.abstractmethod
+    async def leave(self, instance: str) -> None:
+        """Expire ``instance``'s record now (a clean stop): its leftover runs are taken over at once."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close what :meth:`open` opened."""
