@@ -20,6 +20,7 @@ from anarchon.urls import integer, read_url_options
 
 from . import _store
 from ._errors import DatabaseFileError
+from ._heart import SQLiteHeart
 from ._schema import SYNCHRONOUS_MODES, open_store
 from ._waiting import in_turn, is_busy
 
@@ -67,7 +68,7 @@ class SQLiteBackend(LeaseBackend):
     name: ClassVar[str] = "sqlite"
     url_schemes: ClassVar[tuple[str, ...]] = ("sqlite",)
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=False, multi_process=True
+        lease=True, history_ttl=True, server_clock=False, multi_process=True, liveness=True
     )
 
     def __init__(
@@ -263,6 +264,9 @@ class SQLiteBackend(LeaseBackend):
 
     async def hand_over(self, grant: Grant) -> bool:
         return await self._write(_store.hand_over(grant))
+
+    def heart(self) -> SQLiteHeart:
+        return SQLiteHeart(self.path, self.busy_timeout_ms, self.synchronous, self._clock)
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         if not jobs:

@@ -23,6 +23,11 @@ SCHEMA_VERSION = 1
 #: so only these exact words ever reach the SQL.
 SYNCHRONOUS_MODES = ("normal", "full")
 
+# One row per instance that beats: alive until (host clock, ms); anarchon.liveness. Added
+# after version 1 without raising the version: a release that does not know the table
+# ignores it (its instances simply never beat), so a fleet can be upgraded one by one.
+_CREATE_INSTANCES = "CREATE TABLE anarchon_instances (instance TEXT PRIMARY KEY, alive_until INTEGER NOT NULL)"
+
 _CREATE = (
     "CREATE TABLE anarchon_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
     # One row per job: the mark (newest decided scheduled slot), the newest
@@ -58,6 +63,7 @@ _CREATE = (
     ) WITHOUT ROWID""",
     # Live leases only: the overlap check, abandoning and take-over read this.
     "CREATE INDEX anarchon_runs_running ON anarchon_runs (job, expires_ms) WHERE status = 'running'",
+    _CREATE_INSTANCES,
 )
 
 #: ``{version: statements}`` bringing a file from ``version - 1`` to ``version``.
@@ -108,6 +114,22 @@ def _use_wal(conn: sqlite3.Connection, path: str, timeout_s: float) -> None:
         )
 
 
+def _add_instances(conn: sqlite3.Connection) -> None:
+    """Create the heartbeat table in a version-1 file that lacks it (under the write lock, once)."""
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'anarchon_instances'"
+    if conn.execute(query).fetchone() is not None:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute(query).fetchone() is None:
+            conn.execute(_CREATE_INSTANCES)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def open_store(conn: sqlite3.Connection, path: str, synchronous: str, timeout_s: float) -> None:
     """Configure a fresh connection and make sure the layout is there and current.
 
@@ -130,6 +152,7 @@ def open_store(conn: sqlite3.Connection, path: str, synchronous: str, timeout_s:
 
     version = _stored_version(conn)
     if version == SCHEMA_VERSION:
+        _add_instances(conn)
         return
     if version is not None and version > SCHEMA_VERSION:
         raise _refuse_newer(path, version)

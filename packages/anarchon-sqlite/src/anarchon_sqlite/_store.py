@@ -62,7 +62,8 @@ _SELECT_EXPIRED = (
     "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
     "finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over "
     "FROM anarchon_runs INDEXED BY anarchon_runs_running "
-    "WHERE status = 'running' AND expires_ms <= ? ORDER BY job, slot_ms, manual"
+    "WHERE status = 'running' AND (expires_ms <= ?1 OR instance IN "
+    "(SELECT instance FROM anarchon_instances WHERE alive_until < ?1)) ORDER BY job, slot_ms, manual"
 )
 # What a claim decides on, in one read (always one row, even for a job never seen):
 # the job's book, the slot's record if any, and two facts about the job's live
@@ -73,9 +74,12 @@ _SELECT_CLAIM = (
     "r.job, r.slot_ms, r.manual, r.status, r.instance, r.attempt, r.fencing, r.catch_up, r.missed, "
     "r.started_at_us, r.finished_at_us, r.duration_ms, r.error, r.token, r.lease_ms, r.expires_ms, r.handed_over, "
     "(SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running "
-    "WHERE job = k.job AND status = 'running' AND expires_ms <= k.now AND manual = 0 AND slot_ms < k.slot LIMIT 1), "
+    "WHERE job = k.job AND status = 'running' AND manual = 0 AND slot_ms < k.slot "
+    "AND (expires_ms <= k.now OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < k.now)) "
+    "LIMIT 1), "
     "(SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running "
-    "WHERE job = k.job AND status = 'running' AND expires_ms > k.now LIMIT 1) "
+    "WHERE job = k.job AND status = 'running' AND expires_ms > k.now "
+    "AND instance NOT IN (SELECT instance FROM anarchon_instances WHERE alive_until < k.now) LIMIT 1) "
     "FROM (SELECT ? AS job, ? AS slot, ? AS manual, ? AS now) AS k "
     "LEFT JOIN anarchon_jobs AS j ON j.job = k.job "
     "LEFT JOIN anarchon_runs AS r ON r.job = k.job AND r.slot_ms = k.slot AND r.manual = k.manual"
@@ -191,17 +195,30 @@ def transaction(conn: sqlite3.Connection, body: Body[T], clock: Callable[[], int
 # -- claim ------------------------------------------------------------------------
 
 
-#: Whether the newest slot won is a dead run (running, lease expired), which this claim supersedes.
+# A run counts as expired when its lease ran out or its owner's heartbeat did (an owner
+# without a heartbeat record counts as alive: anarchon.liveness), in every statement below
+# that judges a lease: "instance IN (SELECT instance FROM anarchon_instances WHERE ...)".
+
+#: Whether the newest slot won is a dead run (running, lease or heartbeat expired), which this claim supersedes.
 _SELECT_DEAD = (
-    "SELECT 1 FROM anarchon_runs WHERE job = ? AND slot_ms = ? AND manual = 0 AND status = 'running' "
-    "AND expires_ms <= ?"
+    "SELECT 1 FROM anarchon_runs WHERE job = ?1 AND slot_ms = ?2 AND manual = 0 AND status = 'running' "
+    "AND (expires_ms <= ?3 OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3))"
 )
 
 
 #: Whether a run of an older slot holds the job's lease.
 _SELECT_OLDER_HELD = (
     "SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running "
-    "WHERE job = ? AND status = 'running' AND expires_ms > ? AND slot_ms < ? LIMIT 1"
+    "WHERE job = ?1 AND status = 'running' AND expires_ms > ?3 AND slot_ms < ?2 "
+    "AND instance NOT IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3) LIMIT 1"
+)
+
+
+#: Abandon the dead runs of older scheduled slots: the newer slot runs the job.
+_ABANDON_OLDER = (
+    "UPDATE anarchon_runs INDEXED BY anarchon_runs_running SET status = 'abandoned' "
+    "WHERE job = ?1 AND status = 'running' AND manual = 0 AND slot_ms < ?2 "
+    "AND (expires_ms <= ?3 OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3))"
 )
 
 
@@ -233,19 +250,14 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     if late and (
         opts.overlap != "skip"
         or not held
-        or conn.execute(_SELECT_OLDER_HELD, (name, now, c.slot_ms)).fetchone() is None
+        or conn.execute(_SELECT_OLDER_HELD, (name, c.slot_ms, now)).fetchone() is None
     ):
         return ClaimResult(Outcome.LOST)
     if not c.manual and not late:
         if dead:
             if won is not None and conn.execute(_SELECT_DEAD, (name, won, now)).fetchone() is not None:
                 supersedes = won
-            conn.execute(
-                "UPDATE anarchon_runs INDEXED BY anarchon_runs_running SET status = 'abandoned' "
-                "WHERE job = ? AND status = 'running' "
-                "AND manual = 0 AND slot_ms < ? AND expires_ms <= ?",
-                (name, c.slot_ms, now),
-            )
+            conn.execute(_ABANDON_OLDER, (name, c.slot_ms, now))
         previous, mark = mark, c.slot_ms
 
     started_us = c.now_ms * 1000

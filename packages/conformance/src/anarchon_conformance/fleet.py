@@ -123,6 +123,10 @@ class Fleet:
         else:
             assert backend_class is not None
             self._argv_base += ["--backend-class", backend_class, "--backend-kwargs", json.dumps(backend_kwargs or {})]
+        #: Touch this file and the next instance whose claim batch is granted kills itself (SIGKILL) before
+        #: running any of it: a kill that lands mid-claim (``instance --die-mid-claim``).
+        self.die_mid_claim = self.workdir / "die-mid-claim"
+        self._argv_base += ["--die-mid-claim", str(self.die_mid_claim)]
         if slow_cron:
             self._argv_base += ["--slow-cron", slow_cron, "--slow-seconds", str(slow_seconds)]
             self._argv_base += ["--slow-options", json.dumps(self.slow_options)]

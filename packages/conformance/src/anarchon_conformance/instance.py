@@ -16,6 +16,7 @@ import asyncio
 import importlib
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -85,6 +86,8 @@ def _instance_main(args: argparse.Namespace) -> None:
         clock=SkewedClock(args.skew_ms) if args.skew_ms else None,
     )
     options = json.loads(args.options or "{}")
+    if args.die_mid_claim:
+        _die_mid_claim(scheduler, args.die_mid_claim, ledger)
 
     def make(name: str, seconds: float) -> Any:
         async def job(ctx: RunContext) -> None:
@@ -110,6 +113,28 @@ def _instance_main(args: argparse.Namespace) -> None:
     scheduler.run(grace_ms=args.grace_ms)
 
 
+def _die_mid_claim(scheduler: Any, trigger: str, ledger: _Ledger) -> None:
+    """Fault injection: once ``trigger`` exists, the first instance whose claim batch the store
+    granted takes the file (unlink: one winner) and kills itself with SIGKILL before running
+    any of it: its grants are in the store, under a live heartbeat, with nobody to run them."""
+    backend = scheduler.backend
+    claim = backend.claim
+
+    async def claim_then_die(claims: Any) -> Any:
+        results = await claim(claims)
+        won = [(c.job, c.slot_ms) for c, r in zip(claims, results, strict=True) if r.grant is not None]
+        if won and os.path.exists(trigger):  # noqa: ASYNC240 - one stat per batch, in a test instance
+            try:
+                os.unlink(trigger)
+            except FileNotFoundError:
+                return results
+            ledger.write("die", granted=won)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return results
+
+    backend.claim = claim_then_die
+
+
 def _instance_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m anarchon_conformance.instance")
     p.add_argument("--id", required=True)
@@ -126,6 +151,7 @@ def _instance_parser() -> argparse.ArgumentParser:
     p.add_argument("--slow-options", help="JSON object of options for the slow job")
     p.add_argument("--skew-ms", type=int, default=0)
     p.add_argument("--grace-ms", type=int, default=10_000)
+    p.add_argument("--die-mid-claim", help="a path: once it exists, SIGKILL after a granted claim batch")
     return p
 
 

@@ -60,6 +60,9 @@ class FleetReport:
     duplicates: int = 0
     missed: int = 0
     skipped: int = 0
+    #: Slots nobody ran that a later run of the job covered (its ``missed`` counts them: a dead
+    #: run superseded by the next slot, or a catch-up), as the lease rules allow.
+    covered: int = 0
     take_overs: int = 0
     take_over_ms: list[int] = field(default_factory=list)
     rows: list[SlotRow] = field(default_factory=list)
@@ -70,7 +73,8 @@ class FleetReport:
         took = f" (took {', '.join(f'{ms} ms' for ms in self.take_over_ms)})" if self.take_over_ms else ""
         return (
             f"slots: {self.slots}, runs: {self.runs}, duplicates: {self.duplicates}, "
-            f"missed: {self.missed}, skipped (overlap): {self.skipped}, take-overs: {self.take_overs}{took}"
+            f"missed: {self.missed}, skipped (overlap): {self.skipped}, covered: {self.covered}, "
+            f"take-overs: {self.take_overs}{took}"
         )
 
 
@@ -111,8 +115,9 @@ def reconcile(
     A *duplicate* is a slot run to its end more than once, or started twice
     under one grant (instance, attempt and fencing token; a run handed over on
     stop goes on as the same attempt elsewhere); a *take-over* is a slot whose later attempt
-    started after an earlier one died; a slot is *missed* when nothing ran it
-    and no instance recorded it as skipped for overlap. ``killed_at`` maps an
+    started after an earlier one died; a slot is *missed* when nothing ran it,
+    no instance recorded it as skipped for overlap, and no later run of the job
+    covers it (its ``missed`` count reaches back over the slot). ``killed_at`` maps an
     instance to when it was killed, to time each take-over from the kill.
     """
     starts: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -130,6 +135,15 @@ def reconcile(
             skips.add(key)
     report = FleetReport()
     killed_at = killed_at or {}
+    covered: set[tuple[str, int]] = set()
+    for job, slots in expected.items():
+        index = {slot: i for i, slot in enumerate(slots)}
+        for (name, slot), recs in starts.items():
+            if name != job or slot not in index:
+                continue
+            reach = max(int(r.get("missed") or 0) for r in recs) - 1
+            if reach > 0:
+                covered.update((job, earlier) for earlier in slots[max(0, index[slot] - reach) : index[slot]])
     for job, slots in sorted(expected.items()):
         for slot in slots:
             key = (job, slot)
@@ -144,11 +158,13 @@ def reconcile(
             if len(e) > 1 or len(grants) != len(set(grants)):
                 report.duplicates += 1
                 report.duplicate_slots.append(key)
-            if not s and key not in skips:
+            if not s and key not in skips and key not in covered:
                 report.missed += 1
                 report.missed_slots.append(key)
             if not s and key in skips:
                 report.skipped += 1
+            elif not s and key in covered:
+                report.covered += 1
             report.runs += len(e)
             by_time = sorted(s, key=lambda r: r["t"])
             for first, later in itertools.pairwise(by_time):

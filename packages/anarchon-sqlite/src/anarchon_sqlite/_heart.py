@@ -1,0 +1,82 @@
+"""The heartbeat of one SQLite instance: a row in ``anarchon_instances``, on a connection of its own.
+
+The scheduler calls it from its heartbeat thread (:mod:`anarchon.liveness`),
+so a plain blocking ``sqlite3`` connection is right here: it blocks only that
+thread's loop. Each beat is one short ``BEGIN IMMEDIATE`` transaction on the
+host's clock, the clock that judges leases; it queues with this process's
+other writers (:func:`~anarchon_sqlite._waiting.in_turn`) as they do.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart
+
+from . import _store
+from ._schema import open_store
+from ._waiting import in_turn
+
+__all__ = ["SQLiteHeart"]
+
+_UPSERT = (
+    "INSERT INTO anarchon_instances (instance, alive_until) VALUES (?1, ?2) "
+    "ON CONFLICT (instance) DO UPDATE SET alive_until = excluded.alive_until"
+)
+_FORGET = "DELETE FROM anarchon_instances WHERE alive_until < ?1"
+_DEAD = "SELECT instance, alive_until FROM anarchon_instances WHERE alive_until < ?1"
+_LEAVE = "UPDATE anarchon_instances SET alive_until = MIN(alive_until, ?2) WHERE instance = ?1"
+
+
+class SQLiteHeart(Heart):
+    def __init__(self, path: str, busy_timeout_ms: int, synchronous: str, clock: Callable[[], int]) -> None:
+        self._path = path
+        self._timeout_s = busy_timeout_ms / 1000
+        self._synchronous = synchronous
+        self._clock = clock
+        self._conn: sqlite3.Connection | None = None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(self._path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False)
+            try:
+                open_store(conn, self._path, self._synchronous, self._timeout_s)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _write(self, body: _store.Body[Beat | None]) -> Beat | None:
+        conn = self._connection()
+        try:
+            return in_turn(self._path, self._timeout_s, lambda: _store.transaction(conn, body, self._clock))
+        except sqlite3.Error:
+            self._conn = None  # reopen on the next beat
+            conn.close()
+            raise
+
+    async def open(self) -> None:
+        self._connection()
+
+    async def beat(self, instance: str, ttl_ms: int) -> Beat:
+        def body(conn: sqlite3.Connection, now: int) -> Beat:
+            conn.execute(_UPSERT, (instance, now + ttl_ms))
+            conn.execute(_FORGET, (now - RETAIN_DEAD_MS,))
+            return Beat({name: until for name, until in conn.execute(_DEAD, (now,))})
+
+        beat = self._write(body)
+        assert beat is not None
+        return beat
+
+    async def leave(self, instance: str) -> None:
+        def body(conn: sqlite3.Connection, now: int) -> None:
+            conn.execute(_LEAVE, (instance, now - 1))
+
+        self._write(body)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
