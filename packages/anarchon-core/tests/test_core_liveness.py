@@ -1,0 +1,109 @@
+"""Issue 16 in one process: the heartbeat part, and default jitter that cannot lose a slot.
+
+Several schedulers share one :class:`MemoryStore`, each with its heartbeat
+thread; a "dead" instance is one whose heartbeat stopped without leaving
+(as after ``kill -9``) while its runs stay in the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import pytest
+
+from anarchon import MemoryBackend, MemoryStore, RunContext, RunStatus, Scheduler
+from anarchon.liveness import LIVENESS_TTL_MS
+
+
+async def _until(check: object, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s} s")
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.asyncio
+async def test_every_slot_of_every_second_jobs_runs_once_with_default_options() -> None:
+    """The default jitter (a quarter of the gap) never lets a slot's claim come after the next one's."""
+    store = MemoryStore()
+    ran: Counter[tuple[str, int]] = Counter()
+
+    async def job(ctx: RunContext) -> None:
+        ran[ctx.job.name, ctx.slot_ms] += 1
+
+    schedulers = [Scheduler(MemoryBackend(store), instance_id=f"i{n}") for n in range(3)]
+    for s in schedulers:
+        for j in range(100):
+            s.add(f"tick-{j:03d}", "* * * * * *", job)
+    for s in schedulers:
+        await s.start()
+    first = (time.time_ns() // 1_000_000 // 1000 + 1) * 1000
+    await asyncio.sleep(6.5)
+    for s in schedulers:
+        await s.stop(grace_ms=1000)
+    last = first + 4000
+    window = [(f"tick-{j:03d}", slot) for j in range(100) for slot in range(first, last + 1, 1000)]
+    assert [key for key in window if ran[key] != 1] == [], "slots not run exactly once"
+    history = await schedulers[0].history("tick-000", limit=20)
+    assert {r.status for r in history if first <= r.slot_ms <= last} == {RunStatus.SUCCEEDED}
+
+
+@pytest.mark.asyncio
+async def test_a_dead_instances_run_is_taken_over_in_about_a_ttl() -> None:
+    store = MemoryStore()
+    started: list[tuple[str, int, int]] = []
+    slots: list[int] = []
+    release = asyncio.Event()
+
+    async def slow(ctx: RunContext) -> None:
+        started.append((ctx.instance, ctx.attempt, time.monotonic_ns() // 1_000_000))
+        slots.append(ctx.slot_ms)
+        if ctx.attempt == 1:
+            await release.wait()  # the "dead" instance's run never ends on its own
+
+    a, b = (Scheduler(MemoryBackend(store), instance_id=name) for name in ("a", "b"))
+    a.add("slow", "* * * * * *", slow, jitter_ms=0)
+    await a.start()
+    await _until(lambda: started, 3, "the first run to start")
+    # Make `a` dead to the fleet: its heartbeat stops without leaving, its run stays in the store.
+    assert a._heartbeat is not None
+    await a._heartbeat.stop(leave=False)
+    b.add("slow", "* * * * * *", slow, jitter_ms=0)
+    died = time.monotonic_ns() // 1_000_000
+    await b.start()
+    await _until(lambda: any(inst == "b" and att == 2 for inst, att, _ in started), 5, "the take-over")
+    took = next(t for inst, att, t in started if inst == "b" and att == 2) - died
+    release.set()
+    await b.stop(grace_ms=1000)
+    await a.stop(grace_ms=1000)
+    assert took <= LIVENESS_TTL_MS + 1000, f"taken over {took} ms after the heartbeat stopped (lease: 30 s)"
+    (record,) = [r for r in await b.history("slow", limit=50) if r.slot_ms == slots[0]]
+    assert (record.instance, record.attempt, record.status) == ("b", 2, RunStatus.SUCCEEDED)
+
+
+@pytest.mark.asyncio
+async def test_an_instance_whose_heartbeat_lapses_gives_its_runs_up() -> None:
+    """The owner's side: no acknowledged beat for TTL*0.9, and every run it holds is stopped."""
+    store = MemoryStore()
+    cancelled = asyncio.Event()
+
+    async def slow(ctx: RunContext) -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    a = Scheduler(MemoryBackend(store), instance_id="a")
+    a.add("slow", "* * * * * *", slow, jitter_ms=0)
+    await a.start()
+    await _until(lambda: a._runner.active, 3, "the run to start")
+    assert a._heartbeat is not None
+    await a._heartbeat.stop(leave=False)  # no more beats: a lapse, as when the store is cut off
+    t0 = time.monotonic()
+    await asyncio.wait_for(cancelled.wait(), LIVENESS_TTL_MS / 1000 + 2)
+    assert time.monotonic() - t0 <= LIVENESS_TTL_MS / 1000 + 1
+    await a.stop(grace_ms=500)
