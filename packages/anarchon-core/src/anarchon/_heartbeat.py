@@ -6,7 +6,7 @@ make the fleet take this instance's runs over. The scheduler's side reads two
 numbers the thread publishes as one tuple (an atomic assignment):
 
 * ``deadline``: when (monotonic) this instance must presume its runs lost,
-  ``sent + TTL * (1 - LEASE_SAFETY)`` of the last acknowledged beat;
+  ``sent + TTL * HOLD_SHARE`` of the last acknowledged beat;
 * ``revived``: when an acknowledgement last ended a lapse (or came first).
 
 A run is held only if its claim was sent after the last revival and the
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 from ._active import ActiveRuns
 from ._errortext import error_text
-from ._keeper import LEASE_SAFETY, lose_lease
+from ._keeper import lose_lease
 from .liveness import HEARTBEAT_MS, LIVENESS_TTL_MS, Heart
 from .observers import Observers
 
@@ -33,6 +33,11 @@ __all__ = ["Heartbeat"]
 
 log = logging.getLogger("anarchon.liveness")
 
+#: Share of the TTL this instance trusts after it sent a beat that was acknowledged. The
+#: other instances can see the record expire a TTL after it *arrived*, then their own next
+#: beat (up to a period later) starts the take-over; the fifth left over (300 ms) is room for
+#: this instance's event loop to stop the job before then.
+HOLD_SHARE = 0.8
 #: A beat that fails is logged at WARNING at most this often (seconds); the rest at DEBUG.
 WARN_EVERY_S = 10.0
 
@@ -52,7 +57,7 @@ class Heartbeat:
         self._on_dead = on_dead
         self._period = period_ms / 1000
         self._ttl_ms = ttl_ms
-        self._hold = ttl_ms * (1 - LEASE_SAFETY) / 1000
+        self._hold = ttl_ms * HOLD_SHARE / 1000
         #: (deadline, revived), both monotonic seconds; never acknowledged yet.
         self._state: tuple[float, float] = (float("-inf"), float("inf"))
         self._stop = threading.Event()
@@ -102,14 +107,18 @@ class Heartbeat:
         """Stop every run this instance may no longer hold: after a lapse the fleet may have taken it over."""
         seen = self._state[1]
         while not stopping():
-            await asyncio.sleep(self._period)
             deadline, revived = self._state
-            if time.monotonic() <= deadline and revived == seen:
+            now = time.monotonic()
+            if now <= deadline and revived == seen:
+                # Wake at the deadline at the latest: a beat acknowledged meanwhile moves it on.
+                await asyncio.sleep(min(deadline - now, self._period) + 0.001)
                 continue
             seen = revived
             for run in list(active.values()):
                 if not run.context.lease_lost and not self.held(run.sent):
                     lose_lease(run, "this instance's heartbeat lapsed, so the fleet may take the run over", observers)
+            if time.monotonic() > self._state[0]:
+                await asyncio.sleep(self._period)  # lapsed: look again after the next beat
 
     # -- the thread's side -----------------------------------------------------
 

@@ -16,8 +16,8 @@ of a claim and for the overlap skip, whatever its lease says. An owner with
 no record at all counts as alive: its runs wait for their lease, as before.
 
 The owner's side of the bargain (found by the protocol model, model/README.md):
-an instance presumes every run it holds lost once :data:`LIVENESS_TTL_MS`
-times ``1 - LEASE_SAFETY`` passed since it *sent* its last acknowledged beat,
+an instance presumes every run it holds lost once four fifths of
+:data:`LIVENESS_TTL_MS` passed since it *sent* its last acknowledged beat,
 and does not start a grant whose claim it sent before such a lapse. A record
 that expired comes back with the next beat that arrives (the upsert always
 writes); runs the owner gave up stay given up.
