@@ -75,8 +75,11 @@ class Expression:
         return self.day.star or self.weekday.star
 
 
-def parse_expression(cron: str) -> Expression:
-    """Read ``cron``; raise ``ValueError`` naming the expression, what is wrong and how to write it."""
+def parse_expression(cron: str, name: str | None = None) -> Expression:
+    """Read ``cron``; raise ``ValueError`` naming the expression, what is wrong and how to write it.
+
+    ``name`` is the job's name, which ``H`` fields hash (:mod:`anarchon.cron.spread`).
+    """
 
     def invalid(reason: str) -> ValueError:
         return ValueError(f"cron expression {cron!r} is invalid: {reason}; {HINT}")
@@ -100,7 +103,7 @@ def parse_expression(cron: str) -> Expression:
     parsed: list[Field] = []
     for spec, field_text in zip(specs, fields, strict=True):
         try:
-            parsed.append(parse_field(field_text, spec))
+            parsed.append(parse_field(field_text, spec, name))
         except FieldError as exc:
             raise invalid(f"the {spec.name} field {field_text!r}: {exc}") from None
     warning = None
