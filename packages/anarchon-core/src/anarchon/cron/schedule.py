@@ -95,9 +95,7 @@ class Schedule:
     #: Cron's first-character rule for the expression, whatever the policy.
     wall_clock: bool
 
-    def __init__(
-        self, cron: str, timezone: str = "UTC", *, dst: DstPolicy = "cron", name: str | None = None
-    ) -> None:
+    def __init__(self, cron: str, timezone: str = "UTC", *, dst: DstPolicy = "cron", name: str | None = None) -> None:
         if not isinstance(cron, str):
             kind = type(cron).__name__
             raise ValueError(f"cron expression {cron!r} is invalid: it is a {kind}, not a string; {HINT}")
