@@ -6,15 +6,14 @@ at each occurrence, and does a *skipped* wall time run at the first instant
 after the gap or not at all. Each policy is one answer to both, for every
 expression alike; only ``cron`` asks the expression:
 
-============  ===========================  ==================================
-policy        repeated wall time           wall time in a gap
-============  ===========================  ==================================
-``cron``      ``wall`` or ``real``, by cron's first-character rule (the default)
-``wall``      once, the first occurrence   at the first instant after the gap
-``real``      at each occurrence           not at all
-``twice``     at each occurrence           at the first instant after the gap
-``skip``      once, the first occurrence   not at all
-============  ===========================  ==================================
+- ``cron`` (the default): ``wall`` or ``real``, by cron's first-character rule;
+- ``wall``: a repeated wall time once, at its first occurrence; a skipped one
+  at the first instant after the gap;
+- ``real``: a repeated wall time at each occurrence; a skipped one not at all;
+- ``twice``: a repeated wall time at each occurrence; a skipped one at the
+  first instant after the gap;
+- ``skip``: a repeated wall time once, at its first occurrence; a skipped one
+  not at all.
 
 ``wall`` is what classic cron does to a job whose minute and hour fields do
 not start with ``*``, ``real`` what it does to any other job. ``twice``

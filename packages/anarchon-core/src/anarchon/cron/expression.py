@@ -8,7 +8,8 @@ what the field expands to:
   Mondays; ``0 0 1,15 * 1`` is the 1st, the 15th and every Monday);
 - **the DST rule**: a job is wall-clock unless its minute or hour field starts
   with ``*`` (``0 1-23/2 * * *`` is wall-clock, ``0 */2 * * *`` follows real
-  time); :mod:`anarchon.cron.schedule` applies it.
+  time); :mod:`anarchon.cron.schedule` applies it under the default DST
+  policy, ``dst="cron"`` (:mod:`anarchon.cron.dst` has the others).
 
 Six-field expressions put seconds first and keep cron's weekday numbering; a
 Quartz expression pasted as it is would silently mean another weekday, so
