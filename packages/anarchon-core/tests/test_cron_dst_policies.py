@@ -330,6 +330,18 @@ def reference(cron: str, zone: str, once: bool, move: bool, start_s: int, end_s:
     return out
 
 
+def change_days(zone: str, year: int) -> list[date]:
+    """The days whose noon offset differs from the day before's, found with zoneinfo alone."""
+    tz = ZoneInfo(zone)
+    day, changes = date(year, 1, 1), []
+    while day.year == year:
+        noon = datetime(day.year, day.month, day.day, 12, tzinfo=tz)
+        if noon.utcoffset() != (noon - timedelta(days=1)).utcoffset():
+            changes.append(day)
+        day += timedelta(days=1)
+    return changes
+
+
 RULES = {"wall": (True, True), "real": (False, False), "twice": (False, True), "skip": (True, False)}
 
 
@@ -350,16 +362,36 @@ def test_any_policy_on_any_change_day_matches_a_brute_force_reference(
     wall_clock = not (minute.startswith("*") or hour.startswith("*"))
     once, move = RULES.get(policy, (wall_clock, wall_clock))
     tz = ZoneInfo(zone)
-    day = date(year, 1, 1)
-    changes = []
-    while day.year == year:
-        if (
-            datetime(day.year, day.month, day.day, 12, tzinfo=tz).utcoffset()
-            != (datetime(day.year, day.month, day.day, tzinfo=tz) - timedelta(hours=12)).utcoffset()
-        ):
-            changes.append(day)
-        day += timedelta(days=1)
-    day = changes[which]
+    day = change_days(zone, year)[which]
     start = int(datetime(day.year, day.month, day.day, 12, tzinfo=tz).timestamp()) - 86_400
     end = start + 2 * 86_400
     assert slots_between(schedule, start * 1000, end * 1000) == reference(cron, zone, once, move, start, end)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=150)
+@given(
+    cron=st.sampled_from(
+        ["30 2 * * *", "0 * * * *", "*/15 * * * *", "0-59/30 2 * * *", "H H * * *", "H/20 1-3 * * *", "0 2 * * 0"]
+    ),
+    policy=st.sampled_from(POLICIES),
+    zone=st.sampled_from([BERLIN, LORD_HOWE, "America/New_York", "America/Santiago"]),
+    year=st.integers(2020, 2035),
+    which=st.integers(0, 1),
+    shift=st.integers(-2 * 86_400_000, 86_400_000),
+    earlier_by=st.integers(0, 3 * 86_400_000),
+    span=st.integers(0, 3 * 86_400_000),
+    cap=st.integers(0, 30),
+)
+def test_any_policy_gives_the_same_slots_from_any_start_and_counts_them_alike(
+    cron: str, policy: str, zone: str, year: int, which: int, shift: int, earlier_by: int, span: int, cap: int
+) -> None:
+    """Two instances started at different moments near a change agree on every slot; catch-up counts them."""
+    dst = cast(DstPolicy, policy)
+    day = change_days(zone, year)[which]
+    later = int(datetime(day.year, day.month, day.day, tzinfo=ZoneInfo(zone)).timestamp()) * 1000 + shift
+    from_later = Schedule(cron, zone, dst=dst, name="job-7").slots(later, 10)
+    from_earlier = slots_between(Schedule(cron, zone, dst=dst, name="job-7"), later - earlier_by, from_later[-1])
+    assert [s for s in from_earlier if s > later] == from_later
+    listed = slots_between(Schedule(cron, zone, dst=dst, name="job-7"), later, later + span)
+    counted = Schedule(cron, zone, dst=dst, name="job-7").count_between(later, later + span, cap)
+    assert counted == (min(len(listed), cap), listed[-1] if listed else None)
