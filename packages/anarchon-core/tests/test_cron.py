@@ -350,7 +350,7 @@ def test_year_field_and_reboot_are_named_in_the_message() -> None:
         Schedule("0 0 12 1 1 * 2030")
     with pytest.raises(ValueError, match="@reboot is not a supported alias"):
         Schedule("@reboot")
-    with pytest.raises(ValueError, match="hashed and random"):
+    with pytest.raises(ValueError, match=r"R and ~ \(random\) fields are not supported"):
         Schedule("0 R * * *")
 
 

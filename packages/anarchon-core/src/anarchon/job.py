@@ -77,7 +77,7 @@ class Job:
                 f"job {self.name!r}: {self.func!r} is not callable; pass a function", option="func", value=self.func
             )
         try:
-            schedule = Schedule(self.cron, self.options.timezone)
+            schedule = Schedule(self.cron, self.options.timezone, dst=self.options.dst, name=self.name)
         except ValueError as exc:
             raise InvalidJobError(f"job {self.name!r}: {exc}", option="cron", value=self.cron) from exc
         object.__setattr__(self, "schedule", schedule)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .capabilities import Capabilities
+from .cron.dst import DST_POLICIES, DstPolicy
 from .distributions import LEASE_BACKENDS_HINT
 from .errors import InvalidJobError, UnsupportedOptionError
 
@@ -73,6 +74,7 @@ class JobOptions:
     max_attempts: int = 3
     catch_up_ms: int = 3_600_000
     hand_over: bool = True
+    dst: DstPolicy = "cron"
 
 
 OPTION_NAMES = frozenset(f.name for f in fields(JobOptions))
@@ -150,6 +152,20 @@ def _check_type(job: str, backend: str, option: str, value: object) -> None:
             option="hand_over",
             value=value,
         )
+    elif option == "dst":
+        _dst(job, backend, value)
+
+
+def _dst(job: str, backend: str, value: object) -> None:
+    """The DST policy: one of :data:`~anarchon.cron.dst.DST_POLICIES`, each named with what it does."""
+    if not isinstance(value, str) or value not in DST_POLICIES:
+        choices = "; ".join(f"{name!r} ({what})" for name, what in DST_POLICIES.items())
+        raise InvalidJobError(
+            f"{_where(job, backend)}: dst={value!r} is not a DST policy; use one of {choices}; "
+            "for example dst='skip' so that a wall time a spring-forward gap removes does not run",
+            option="dst",
+            value=value,
+        )
 
 
 def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabilities, backend: str) -> JobOptions:
@@ -218,6 +234,7 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
             option="overlap",
             value=opts.overlap,
         )
+    _dst(job, backend, opts.dst)
     if not isinstance(opts.hand_over, bool):
         raise InvalidJobError(
             f"{_where(job, backend)}: hand_over={opts.hand_over!r} must be True or False",

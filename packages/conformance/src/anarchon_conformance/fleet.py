@@ -270,8 +270,8 @@ class Fleet:
         out: dict[str, list[int]] = {}
         for name in self.job_names():
             cron = self.slow_cron if name.endswith("slow") and self.slow_cron else self.cron
-            tz = (self.slow_options if name.endswith("slow") else self.options).get("timezone", "UTC")
-            schedule = Schedule(cron, tz)
+            options = self.slow_options if name.endswith("slow") else self.options
+            schedule = Schedule(cron, options.get("timezone", "UTC"), dst=options.get("dst", "cron"), name=name)
             slots, t = [], since_ms - 1
             while (t := schedule.next_after(t)) <= until_ms:
                 slots.append(t)

@@ -12,7 +12,9 @@ the first member of that set after some instant. The pieces, one idea each:
 - :mod:`.days` says which calendar days match (the day rule, ``L``, ``W``, ``#``);
 - :mod:`.matcher` finds the next matching wall time on a naive clock;
 - :mod:`.timeline` finds where a zone's offset changes;
-- :mod:`.schedule` maps wall times to instants with classic cron's DST rules.
+- :mod:`.spread` reads Jenkins' ``H``, a value hashed from the job's name;
+- :mod:`.dst` names the DST policies (classic cron's rule is the default);
+- :mod:`.schedule` maps wall times to instants with the job's DST policy.
 
 The reading is tested against cronsim and a table of real cron behaviour,
 never against another parser's expansion (croniter widened ``a-a``).
@@ -20,7 +22,8 @@ never against another parser's expansion (croniter widened ``a-a``).
 
 from __future__ import annotations
 
+from .dst import DST_POLICIES, DstPolicy
 from .expression import CronNumberingWarning
 from .schedule import Schedule
 
-__all__ = ["CronNumberingWarning", "Schedule"]
+__all__ = ["DST_POLICIES", "CronNumberingWarning", "DstPolicy", "Schedule"]

@@ -8,7 +8,8 @@ what the field expands to:
   Mondays; ``0 0 1,15 * 1`` is the 1st, the 15th and every Monday);
 - **the DST rule**: a job is wall-clock unless its minute or hour field starts
   with ``*`` (``0 1-23/2 * * *`` is wall-clock, ``0 */2 * * *`` follows real
-  time); :mod:`anarchon.cron.schedule` applies it.
+  time); :mod:`anarchon.cron.schedule` applies it under the default DST
+  policy, ``dst="cron"`` (:mod:`anarchon.cron.dst` has the others).
 
 Six-field expressions put seconds first and keep cron's weekday numbering; a
 Quartz expression pasted as it is would silently mean another weekday, so
@@ -75,8 +76,11 @@ class Expression:
         return self.day.star or self.weekday.star
 
 
-def parse_expression(cron: str) -> Expression:
-    """Read ``cron``; raise ``ValueError`` naming the expression, what is wrong and how to write it."""
+def parse_expression(cron: str, name: str | None = None) -> Expression:
+    """Read ``cron``; raise ``ValueError`` naming the expression, what is wrong and how to write it.
+
+    ``name`` is the job's name, which ``H`` fields hash (:mod:`anarchon.cron.spread`).
+    """
 
     def invalid(reason: str) -> ValueError:
         return ValueError(f"cron expression {cron!r} is invalid: {reason}; {HINT}")
@@ -100,7 +104,7 @@ def parse_expression(cron: str) -> Expression:
     parsed: list[Field] = []
     for spec, field_text in zip(specs, fields, strict=True):
         try:
-            parsed.append(parse_field(field_text, spec))
+            parsed.append(parse_field(field_text, spec, name))
         except FieldError as exc:
             raise invalid(f"the {spec.name} field {field_text!r}: {exc}") from None
     warning = None

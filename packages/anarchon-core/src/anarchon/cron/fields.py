@@ -12,9 +12,12 @@ element kind at a time (the core README has the table):
   (``FRI-SUN``, ``7-SUN``), which cronie reads as ending at 7;
 - refused: wrap-around ranges (``22-2``), steps longer than the field's whole
   span (``*/90`` in minutes reads as "every 90 minutes", which cron cannot
-  express: it would run at minute 0 only), Quartz's ``?``, and croniter's
-  hashed and random ``H`` and ``R`` (and cronie's ``~``): every instance must
-  derive the same slots.
+  express: it would run at minute 0 only), Quartz's ``?``, and the random
+  ``R`` (croniter's) and ``~`` (cronie's): every instance must derive the
+  same slots.
+
+Jenkins' ``H`` is accepted: a value hashed from the job's name, the same on
+every instance (:mod:`anarchon.cron.spread`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+
+from .spread import hashed
 
 __all__ = ["DAY", "HOUR", "MINUTE", "MONTH", "SECOND", "WEEKDAY", "Field", "FieldError", "FieldSpec", "parse_field"]
 
@@ -81,8 +86,11 @@ _LAST = re.compile(r"L(?:-([0-9]+))?", re.ASCII | re.IGNORECASE)
 _NEAREST = re.compile(r"([0-9]+)W", re.ASCII | re.IGNORECASE)
 _NTH = re.compile(r"([0-9]+|[A-Za-z]{3})#([0-9]+)", re.ASCII)
 _LAST_OF = re.compile(r"([0-9]+|[A-Za-z]{3})L", re.ASCII | re.IGNORECASE)
-_HASHED_REFUSED = "H, R and ~ (hashed and random) fields are not supported: every instance must derive the same slots"
-_HASHED = re.compile(r"[HR](\(.*\))?(/[0-9]+)?", re.ASCII | re.IGNORECASE)
+_RANDOM_REFUSED = (
+    "R and ~ (random) fields are not supported: every instance must derive the same slots; "
+    "H spreads jobs with a value hashed from the job's name instead (H, H/15, H(0-29))"
+)
+_RANDOM = re.compile(r"R(\(.*\))?(/[0-9]+)?", re.ASCII | re.IGNORECASE)
 
 
 def _value(token: str, spec: FieldSpec) -> int:
@@ -180,12 +188,15 @@ def _weekday_special(element: str, parts: _Parts) -> bool:
     return False
 
 
-def parse_field(text: str, spec: FieldSpec) -> Field:
-    """Read one field; raise :class:`FieldError` saying what is wrong with it and how to write it."""
+def parse_field(text: str, spec: FieldSpec, name: str | None = None) -> Field:
+    """Read one field; raise :class:`FieldError` saying what is wrong with it and how to write it.
+
+    ``name`` is the job's name, from which ``H`` elements take their value.
+    """
     if "?" in text:
         raise FieldError(f"'?' is Quartz syntax, which anarchon does not read; write * (and note: {NUMBERING})")
-    if _HASHED.fullmatch(text) or "~" in text:
-        raise FieldError(_HASHED_REFUSED)
+    if "~" in text or any(_RANDOM.fullmatch(element) for element in text.split(",")):
+        raise FieldError(_RANDOM_REFUSED)
     parts = _Parts()
     for element in text.split(","):
         if not element:
@@ -194,7 +205,8 @@ def parse_field(text: str, spec: FieldSpec) -> Field:
             continue
         if spec is WEEKDAY and _weekday_special(element, parts):
             continue
-        parts.values.update(_range(element, spec))
+        spread = hashed(element, spec.name, (spec.low, spec.high), lambda token: _value(token, spec), name, FieldError)
+        parts.values.update(spread if spread is not None else _range(element, spec))
     values = {v % 7 for v in parts.values} if spec is WEEKDAY else parts.values
     return Field(
         text=text,

@@ -1,13 +1,16 @@
 """Slots of a schedule: the DST engine that maps matching wall times to instants.
 
 Wall times come from :mod:`anarchon.cron.matcher` on a naive clock; they are
-mapped to instants one stretch of constant UTC offset at a time, with the DST
-rules of classic cron: a *wall-clock* job (its minute and hour fields do not
-start with ``*``) runs once per wall time, at its first occurrence, and a wall
-time skipped by a spring-forward gap runs at the first instant after the gap
-(several skipped ones run once); any other job runs at every instant whose
-local time it matches. The answers depend on the expression and the zone
-alone, never on where a query started.
+mapped to instants one stretch of constant UTC offset at a time. Two rules
+decide the change days (:mod:`anarchon.cron.dst` has the policies): whether a
+repeated wall time runs once, at its first occurrence, or at each; and
+whether a wall time skipped by a spring-forward gap runs at the first instant
+after the gap (several skipped ones run once) or not at all. Classic cron,
+the default, runs a *wall-clock* job (its minute and hour fields do not start
+with ``*``) once per wall time and moves skipped ones; any other job runs at
+every instant whose local time it matches. The answers depend on the
+expression, the zone, the policy and (for ``H``) the job name alone, never on
+where a query started.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import time
 import warnings
 from datetime import datetime, timedelta
 
+from .dst import DstPolicy, dst_rules
 from .expression import HINT, CronNumberingWarning, parse_expression
 from .matcher import LAST_WALL, Matcher, NoMatch, Periodic, matcher
+from .spread import mentions_hash
 from .timeline import FIXED_OFFSET_ZONES, Timeline, timeline, zone
 
 __all__ = ["Schedule"]
@@ -34,9 +39,13 @@ class _Exhausted(ValueError):
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse(cron: str) -> tuple[Matcher, bool, str | None]:
-    """The matcher, the wall_clock flag and a warning to give; cached, as every job's instances ask alike."""
-    expression = parse_expression(cron)
+def _parse(cron: str, name: str | None) -> tuple[Matcher, bool, str | None]:
+    """The matcher, the wall_clock flag and a warning to give; cached, as every job's instances ask alike.
+
+    ``name`` is None unless the expression may hold ``H``, so jobs that share
+    an expression share one entry.
+    """
+    expression = parse_expression(cron, name)
     found = matcher(expression)
     try:
         found.next_wall(calendar.timegm((2000, 1, 1, 0, 0, 0)))  # 400 years: the whole Gregorian cycle
@@ -50,42 +59,57 @@ def _parse(cron: str) -> tuple[Matcher, bool, str | None]:
 class Schedule:
     """A cron expression in a time zone, as the set of slots it names.
 
-    The expression is read as classic cron reads it (:mod:`anarchon.cron`).
-    Slots follow classic cron across DST changes: a ``wall_clock`` job (its
-    minute and hour fields do not start with ``*``) runs a wall time once, at
-    its first occurrence, and a wall time skipped by a spring-forward gap at
-    the first instant after the gap (several skipped ones run once); any other
-    job runs at every instant whose local time it matches (an hourly job runs
-    25 times on a fall-back day, 23 on a spring-forward day). Slots end with
-    the year 9999, where Python's dates do.
+    The expression is read as classic cron reads it (:mod:`anarchon.cron`);
+    ``name`` is the job's, which ``H`` fields hash (:mod:`anarchon.cron.spread`).
+    With ``dst="cron"`` slots follow classic cron across DST changes: a
+    ``wall_clock`` job (its minute and hour fields do not start with ``*``)
+    runs a wall time once, at its first occurrence, and a wall time skipped by
+    a spring-forward gap at the first instant after the gap (several skipped
+    ones run once); any other job runs at every instant whose local time it
+    matches (an hourly job runs 25 times on a fall-back day, 23 on a
+    spring-forward day). The other policies (:mod:`anarchon.cron.dst`) apply
+    one rule to every expression. Slots end with the year 9999, where
+    Python's dates do.
     """
 
     __slots__ = (
+        "_move",
         "_next_wall",
         "_offset",
+        "_once",
         "_periodic",
         "_segment",
         "_timeline",
         "_zone",
         "cron",
+        "dst",
+        "name",
         "timezone",
         "wall_clock",
     )
 
     cron: str
     timezone: str
+    dst: DstPolicy
+    name: str | None
+    #: Cron's first-character rule for the expression, whatever the policy.
     wall_clock: bool
 
-    def __init__(self, cron: str, timezone: str = "UTC") -> None:
+    def __init__(self, cron: str, timezone: str = "UTC", *, dst: DstPolicy = "cron", name: str | None = None) -> None:
         if not isinstance(cron, str):
             kind = type(cron).__name__
             raise ValueError(f"cron expression {cron!r} is invalid: it is a {kind}, not a string; {HINT}")
-        found, wall_clock, warning = _parse(cron)
+        if name is not None and not isinstance(name, str):
+            raise ValueError(f"name={name!r} must be the job's name, a string")
+        found, wall_clock, warning = _parse(cron, name if name is not None and mentions_hash(cron) else None)
         if warning is not None:
             warnings.warn(warning, CronNumberingWarning, stacklevel=2)
+        self._once, self._move = dst_rules(dst, wall_clock)
         zone_info = zone(timezone)
         self.cron = cron
         self.timezone = timezone
+        self.dst = dst
+        self.name = name
         self.wall_clock = wall_clock
         self._next_wall = found.next_wall
         self._periodic = found if isinstance(found, Periodic) else None
@@ -99,7 +123,9 @@ class Schedule:
             self._timeline = timeline(zone_info)
 
     def __repr__(self) -> str:
-        return f"Schedule({self.cron!r}, timezone={self.timezone!r})"
+        extra = "" if self.dst == "cron" else f", dst={self.dst!r}"
+        extra += "" if self.name is None else f", name={self.name!r}"
+        return f"Schedule({self.cron!r}, timezone={self.timezone!r}{extra})"
 
     def next_after(self, after_ms: int) -> int:
         """The first slot strictly after ``after_ms``; on the scheduler's hot path, so kept lean."""
@@ -111,7 +137,9 @@ class Schedule:
             if offset is not None:
                 return (self._next_wall(after + offset) - offset) * 1000
             start, end, offset, _ = self._segment
-            if start <= after + 1 < end and not self.wall_clock:
+            # Within the stretch holding ``after`` no repeat is dropped when
+            # repeats run twice, and a moved slot is at ``end``, never before.
+            if start <= after < end and not self._once:
                 instant = self._next_wall(after + offset) - offset
                 if instant < end:
                     return instant * 1000
@@ -191,26 +219,34 @@ class Schedule:
         return self._next_s(low)
 
     def _next_zoned(self, after: int) -> int:
+        """The first slot after ``after``, walking the stretches of constant offset from the one holding it.
+
+        The walk starts in the stretch holding ``after`` itself, not the
+        instant after it: a query from the last second before a gap's end
+        must still see the slot moved to that end, which that stretch decides.
+        """
         timeline = self._timeline
         assert timeline is not None
         next_wall = self._next_wall
+        once, move = self._once, self._move
         moment = after
+        segment = self._segment
+        if not segment[0] <= moment < segment[1]:
+            segment = self._segment = timeline.segment(moment)
         for _ in range(_MAX_SEGMENTS):
-            segment = self._segment
-            if not segment[0] <= moment + 1 < segment[1]:
-                segment = self._segment = timeline.segment(moment + 1)
             _, end, offset, end_offset = segment
             try:
                 wall = next_wall(moment + offset)
                 while wall - offset < end:
-                    if not self.wall_clock or not self._repeated(wall, wall - offset):
+                    if not once or not self._repeated(wall, wall - offset):
                         return wall - offset
                     wall = next_wall(wall)
             except NoMatch:
                 break
-            if self.wall_clock and end_offset > offset and wall < end + end_offset:
+            if move and end_offset > offset and wall < end + end_offset:
                 return end
             moment = end - 1
+            segment = self._segment = timeline.segment(end)
         raise self._exhausted(after * 1000)
 
     def _repeated(self, wall: int, instant: int) -> bool:
