@@ -17,6 +17,7 @@ from typing import Any
 
 from ._build import build_job
 from .backend import Backend, LeaseBackend
+from .backfill import BackfillSummary
 from .background import SchedulerThread, start_in_background
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
@@ -25,6 +26,7 @@ from .context import JobFunc, RunContext
 from .distributions import FIRST_PARTY, install_hint
 from .errors import (
     AnarchonError,
+    BackfillError,
     BackendNotInstalledError,
     BackendUnavailableError,
     InvalidJobError,
@@ -45,6 +47,8 @@ except importlib.metadata.PackageNotFoundError:  # a source tree that was never 
 
 __all__ = [
     "AnarchonError",
+    "BackfillError",
+    "BackfillSummary",
     "Backend",
     "BackendNotInstalledError",
     "BackendUnavailableError",

@@ -26,6 +26,7 @@ class Capabilities:
     idempotent_claim: bool = True
     #: Instances in several OS processes (or hosts) can share the store.
     multi_process: bool = True
+    backfill: bool = False  #: LeaseBackend.backfill(): past slots run once, at most, across fleet and backfills.
 
     @property
     def kind(self) -> str:
