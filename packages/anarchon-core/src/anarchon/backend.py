@@ -55,8 +55,10 @@ lease — subclass :class:`LeaseBackend`
       claims: a scheduled slot's run, keyed as the scheduled claim of that
       slot is (so the fleet and every backfill race for one record), granted
       only when the slot has no record at all; then ``fencing`` grows as for
-      any win, but ``mark`` and ``won`` stay (the slot is old news to the
-      fleet) and no overlap check is made (the caller bounds its concurrency).
+      any win, ``mark`` moves up to the slot when it is above it (never
+      down: a slot the backfill decided is decided, and a server backend's
+      claim may rely on no record existing above ``mark``), ``won`` stays,
+      and no overlap check is made (the caller bounds its concurrency).
       A slot with a record answers ``LOST`` with that record (``record``), or,
       for a retry with the record's own token while running, ``WON`` again.
 

@@ -6,7 +6,8 @@ read from the job's history: a slot with any record of its scheduled run
 backend decides each slot atomically (:meth:`~anarchon.LeaseBackend.backfill`):
 its record is the one the fleet's claim of that slot would write, so the
 live fleet and any overlapping backfill race for one record and exactly one
-wins.
+wins. A backfilled slot newer than the job's ``mark`` moves the mark up to
+it, as any decided scheduled slot does; older ones leave it.
 
 History is the only memory of what ran, so a backfill is refused where
 history cannot tell: a range reaching past what ``history_size`` keeps (a

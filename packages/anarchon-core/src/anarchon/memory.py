@@ -143,7 +143,7 @@ class MemoryStore:
 
         The record is keyed as the scheduled claim of the slot is, so the
         fleet's claim of a slot just due and every overlapping backfill meet
-        here; ``mark`` and ``won`` stay where the fleet left them.
+        here; ``mark`` only moves up to the slot, ``won`` stays.
         """
         with self._lock:
             now = self.clock()
@@ -155,6 +155,8 @@ class MemoryStore:
                     return ClaimResult(Outcome.WON, self._grant(existing))
                 return ClaimResult(Outcome.LOST, record=existing.run)
             book.fencing += 1
+            if book.mark is None or book.mark < c.slot_ms:
+                book.mark = c.slot_ms
             rec = _Record(c.running(fencing=book.fencing), c.token, c.options.lease_ms, now + c.options.lease_ms)
             book.put(key, rec)
             self._trim(book, c.spec, now)

@@ -3,8 +3,9 @@
 A slot's run is granted only when the slot has no record of its scheduled
 run: the record is the row the fleet's claim of that slot would write (same
 primary key), so under the write lock of ``BEGIN IMMEDIATE`` the fleet and
-every backfill meet at one row and one of them writes it. ``mark`` and
-``won`` stay; ``fencing`` and ``kept`` move as for any won claim.
+every backfill meet at one row and one of them writes it. ``mark`` moves up
+to the slot when it is above it, ``won`` stays; ``fencing`` and ``kept``
+move as for any won claim.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ def _backfill_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
             return ClaimResult(Outcome.WON, _grant(existing))
         return ClaimResult(Outcome.LOST, record=_run(existing))
     conn.execute("INSERT OR IGNORE INTO anarchon_jobs (job) VALUES (?)", (c.job,))
-    fencing, kept = conn.execute("SELECT fencing, kept FROM anarchon_jobs WHERE job = ?", (c.job,)).fetchone()
+    mark, fencing, kept = conn.execute(
+        "SELECT mark, fencing, kept FROM anarchon_jobs WHERE job = ?", (c.job,)
+    ).fetchone()
+    if mark is None or mark < c.slot_ms:
+        mark = c.slot_ms
     fencing += 1
     lease_ms = c.options.lease_ms
     row: Row = (
@@ -36,7 +41,7 @@ def _backfill_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     )  # fmt: skip
     conn.execute(_INSERT_RUN, row)
     kept = _trim(conn, c.spec, kept + 1, now)
-    conn.execute("UPDATE anarchon_jobs SET fencing = ?, kept = ? WHERE job = ?", (fencing, kept, c.job))
+    conn.execute("UPDATE anarchon_jobs SET mark = ?, fencing = ?, kept = ? WHERE job = ?", (mark, fencing, kept, c.job))
     return ClaimResult(Outcome.WON, _grant(row))
 
 

@@ -46,7 +46,7 @@ def _past(conformance: Conformance, count: int) -> list[int]:
 
 @gated("backfill")
 class BackfillTests(SuiteBase):
-    """``LeaseBackend.backfill``: granted only to a slot without a record, atomically; mark untouched."""
+    """``LeaseBackend.backfill``: granted only to a slot without a record, atomically; mark only moves up."""
 
     async def test_one_backfill_claim_wins_each_slot(self, conformance: Conformance) -> None:
         job = conformance.job("bf-race")
@@ -85,14 +85,17 @@ class BackfillTests(SuiteBase):
         assert await b.finish(answer.grant)
         assert (await conformance.record(job, slot)).instance == b.id
 
-    async def test_backfill_moves_no_mark(self, conformance: Conformance) -> None:
-        job = conformance.job("bf-mark")
+    async def test_backfill_moves_the_mark_only_up(self, conformance: Conformance) -> None:
+        job = conformance.job("bf-mark", overlap="allow")
         (a,) = await conformance.instances(1)
-        old, newest, later = conformance.slots(3)
+        old, newest, between, later = conformance.slots(4)
         assert (await a.claim(job, newest)).won
         assert (await _backfill(a, job, old)).won
+        assert await a.leases.marks([job]) == {job.name: newest}, "a backfill of an old slot moved the mark"
         assert (await _backfill(a, job, later)).won
-        assert await a.leases.marks([job]) == {job.name: newest}, "a backfill moved the mark"
+        assert await a.leases.marks([job]) == {job.name: later}, "a backfilled slot above the mark left it"
+        assert (await a.claim(job, between)).outcome is Outcome.LOST, "a slot below the new mark was granted"
+        assert (await _backfill(a, job, between)).won, "a backfill is refused by the mark"
 
     async def test_fencing_grows_and_overlap_is_not_checked(self, conformance: Conformance) -> None:
         job = conformance.job("bf-fence", overlap="skip")

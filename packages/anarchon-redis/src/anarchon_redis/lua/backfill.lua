@@ -3,7 +3,8 @@
 --       little-endian doubles, token, instance, job
 -- A backfill claim (anarchon.backend): the slot's scheduled run is granted only when the slot has no record,
 -- under the same run id the fleet's claim of the slot uses, so the two (and every overlapping backfill) meet
--- at one field of `runs`. The mark and `won` stay; fencing grows. No overlap check: the caller bounds it.
+-- at one field of `runs`. The mark moves up to the slot when it is above it, `won` stays, fencing grows.
+-- No overlap check: the caller bounds it.
 -- Answers {'won', fencing} for a new grant, {'won', record} for a retry of a running claim with its own
 -- token, {'lost', record} for a slot already recorded.
 local state, runs, order, live, hint = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -16,7 +17,7 @@ if existing then
   if rec and rec.token == token and rec.status == 'running' then return {'won', existing} end
   return {'lost', existing}
 end
-local _, fencing, _, bad = read_state(state)
+local mark, fencing, _, bad = read_state(state)
 if bad then return redis.error_reply(bad) end
 local now = now_ms()
 local rec = {
@@ -28,6 +29,7 @@ redis.call('ZADD', order, num(slot * 2), rid)
 redis.call('ZADD', live, num(now + lease), rid)
 if hint then redis.pcall('ZADD', hint, 'LT', num(now + lease), job) end
 redis.call('HSET', state, 'fencing', num(rec.fencing))
+if not mark or mark < slot then redis.call('HSET', state, 'mark', num(slot)) end
 redis.call('HSET', runs, rid, cjson.encode(rec))
 trim(runs, order, live, size, ttl, now)
 return {'won', rec.fencing}
