@@ -26,9 +26,9 @@ from .context import JobFunc, RunContext
 from .distributions import FIRST_PARTY, install_hint
 from .errors import (
     AnarchonError,
-    BackfillError,
     BackendNotInstalledError,
     BackendUnavailableError,
+    BackfillError,
     InvalidJobError,
     JobNotFoundError,
     UnsupportedOptionError,
@@ -47,11 +47,11 @@ except importlib.metadata.PackageNotFoundError:  # a source tree that was never 
 
 __all__ = [
     "AnarchonError",
-    "BackfillError",
-    "BackfillSummary",
     "Backend",
     "BackendNotInstalledError",
     "BackendUnavailableError",
+    "BackfillError",
+    "BackfillSummary",
     "Capabilities",
     "Claim",
     "ClaimResult",

@@ -59,7 +59,9 @@ async def run_backfill(
         try:
             (result,) = await backend.backfill([claim])
         except Exception as exc:
-            log.warning("backfill of job %s, slot %s: the claim failed: %s", job.name, ms_to_datetime(slot), error_text(exc))
+            log.warning(
+                "backfill of job %s, slot %s: the claim failed: %s", job.name, ms_to_datetime(slot), error_text(exc)
+            )
             note(slot, "skipped")
             return
         if result.outcome is Outcome.WON and result.grant is not None:

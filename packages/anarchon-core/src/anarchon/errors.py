@@ -18,9 +18,9 @@ from __future__ import annotations
 
 __all__ = [
     "AnarchonError",
-    "BackfillError",
     "BackendNotInstalledError",
     "BackendUnavailableError",
+    "BackfillError",
     "InvalidJobError",
     "JobNotFoundError",
     "UnsupportedOptionError",

@@ -428,7 +428,9 @@ class Scheduler:
                 option="--backend",
             )
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise BackfillError(f"concurrency={concurrency!r} must be a whole number of at least 1", option="--concurrency")
+            raise BackfillError(
+                f"concurrency={concurrency!r} must be a whole number of at least 1", option="--concurrency"
+            )
         start_ms, end_ms = range_ms(job, start, "--from"), range_ms(job, end, "--to")
         async with self._connected():
             now_ms = await backend.now_ms()

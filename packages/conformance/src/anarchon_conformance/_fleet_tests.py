@@ -199,19 +199,19 @@ class FleetTests(SuiteBase):
                      "--from", ms_to_datetime(lo).isoformat(), "--to", ms_to_datetime(hi).isoformat(),
                      "--concurrency", "4", "--json"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=os.getcwd(),
-                )  # fmt: skip
+                )
                 for lo, hi in ranges
-            ]
+            ]  # fmt: skip
             outputs = [p.communicate(timeout=120) for p in backfills]
             f.wait_for(lambda r: r["e"] == "end" and r.get("job") == job and r["slot"] > end + 2000, timeout=30)
             f.stop()
             ledger = f.ledger()
-        for p, (out, err) in zip(backfills, outputs, strict=True):
+        for p, (_, err) in zip(backfills, outputs, strict=True):
             assert p.returncode == 0, f"backfill exited {p.returncode}: {err[-3000:]}"
         summaries = [json.loads(out) for out, _ in outputs]
-        wanted = list(range(ranges[0][0] // 1000 * 1000, end + 1, 1000))
-        wanted = [s for s in wanted if s >= ranges[0][0]]
-        runs = Counter(r["slot"] for r in ledger if r["e"] == "start" and r.get("job") == job and r["slot"] in set(wanted))
+        wanted = [s for s in range(ranges[0][0] // 1000 * 1000, end + 1, 1000) if s >= ranges[0][0]]
+        in_range = set(wanted)
+        runs = Counter(r["slot"] for r in ledger if r["e"] == "start" and r.get("job") == job and r["slot"] in in_range)
         doubled = {s: n for s, n in runs.items() if n > 1}
         missing = [s for s in wanted if s not in runs]
         by_backfill = sum(1 for r in ledger if r["e"] == "start" and r["instance"].startswith("backfill-"))
@@ -228,5 +228,5 @@ class FleetTests(SuiteBase):
         async def history() -> list[Run]:
             return await Scheduler(build_backend(**fleet_backend)).history(job, limit=1000)
 
-        recorded = Counter(r.slot_ms for r in asyncio.run(history()) if r.slot_ms in set(wanted) and not r.manual)
+        recorded = Counter(r.slot_ms for r in asyncio.run(history()) if r.slot_ms in in_range and not r.manual)
         assert recorded == Counter(wanted), "history does not hold exactly one record per slot of the range"

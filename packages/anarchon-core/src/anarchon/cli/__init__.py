@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import __version__
-from ._backfill import backfill, parse_moment
 from ..errors import AnarchonError, BackendUnavailableError
+from ._backfill import backfill, parse_moment
 from ._check import check
 from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
 from ._migrate import migrate
@@ -129,7 +129,12 @@ def _parser() -> argparse.ArgumentParser:
         help="first time of the range, ISO 8601 (2026-11-30T02:00 in the job's zone, or 2026-11-30T01:00Z)",
     )
     p.add_argument(
-        "--to", dest="end", required=True, type=parse_moment, metavar="T2", help="last time of the range, at or before now"
+        "--to",
+        dest="end",
+        required=True,
+        type=parse_moment,
+        metavar="T2",
+        help="last time of the range, at or before now",
     )
     p.add_argument(
         "--concurrency", type=_positive_int, default=1, metavar="N", help="run up to N slots at once (default 1)"

@@ -10,6 +10,7 @@ the core itself depends on nothing for it.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,17 +41,19 @@ def parse_moment(text: str) -> datetime:
         ) from None
 
 
+def _has_rich() -> bool:
+    """Whether the optional ``rich`` is installed (``anarchon-core[progress]``)."""
+    return importlib.util.find_spec("rich") is not None
+
+
 @contextmanager
 def _progress(total: int, quiet: bool) -> Iterator[Progress | None]:
     if quiet or total == 0:
         yield None
         return
-    try:
-        from rich.progress import Progress as Bar
-    except ImportError:
-        Bar = None  # noqa: N806 - the class or nothing
-    if Bar is not None and sys.stderr.isatty():
+    if _has_rich() and sys.stderr.isatty():
         from rich.console import Console
+        from rich.progress import Progress as Bar
 
         with Bar(console=Console(stderr=True), transient=False) as bar:
             task = bar.add_task("backfill", total=total)
@@ -75,7 +78,10 @@ def _print(summary: BackfillSummary) -> None:
             print(f"would run {utc(ms_to_datetime(slot))}")
         print(f"dry run: {len(summary.would_run)} slots would run, {len(summary.already_run)} already run")
         return
-    rows = [[utc(ms_to_datetime(s)), r.status.value, r.attempt, r.duration_ms, r.error or ""] for s, r in sorted(summary.runs.items())]
+    rows = [
+        [utc(ms_to_datetime(s)), r.status.value, r.attempt, r.duration_ms, r.error or ""]
+        for s, r in sorted(summary.runs.items())
+    ]
     if rows:
         print(table(["slot (UTC)", "status", "attempt", "ms", "error"], rows))
     print(", ".join(f"{n.replace('_', ' ')} {c}" for n, c in counts.items()))
