@@ -199,6 +199,13 @@ class LeaseBackend(Backend):
     async def hand_over(self, grant: Grant) -> bool:
         """Expire the lease now so a backup takes the run over at once."""
 
+    @abc.abstractmethod
+    async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
+        """Each job's newest decided scheduled slot, ``None`` if it never ran.
+
+        The scheduler computes catch-up from it.
+        """
+
     async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         """Decide backfill claims of past slots, each atomically; answers line up with ``claims``.
 
@@ -207,10 +214,3 @@ class LeaseBackend(Backend):
         it stay instantiable: they simply do not offer backfills.
         """
         raise NotImplementedError(f"backend {self.name!r} does not declare the backfill capability")
-
-    @abc.abstractmethod
-    async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
-        """Each job's newest decided scheduled slot, ``None`` if it never ran.
-
-        The scheduler computes catch-up from it.
-        """

@@ -323,6 +323,9 @@ class MemoryBackend(LeaseBackend):
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         return [self.store.claim(c) for c in claims]
 
+    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        return [self.store.backfill(c) for c in claims]
+
     async def finish(self, grant: Grant, run: Run) -> bool:
         return self.store.finish(grant, run)
 
@@ -343,6 +346,3 @@ class MemoryBackend(LeaseBackend):
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         return {job.name: self.store.mark(job.name) for job in jobs}
-
-    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
-        return [self.store.backfill(c) for c in claims]
