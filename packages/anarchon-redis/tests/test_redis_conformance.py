@@ -10,6 +10,7 @@ from anarchon.backend import Backend
 from anarchon_conformance import (
     BackendFactory,
     BackendSuite,
+    BackfillTests,
     ClaimTests,
     HistoryLimitTests,
     LeaseTests,
@@ -75,7 +76,7 @@ class TestRedisConformance(BackendSuite, HistoryLimitTests):
         return _plant
 
 
-class TestRedisClusterConformance(ClaimTests, LeaseTests):
+class TestRedisClusterConformance(ClaimTests, LeaseTests, BackfillTests):
     @pytest.fixture
     async def backend_factory(self, cluster_url: str) -> AsyncIterator[BackendFactory]:
         async for factory in _factory(cluster_url):

@@ -17,6 +17,7 @@ from typing import Any
 
 from ._build import build_job
 from .backend import Backend, LeaseBackend
+from .backfill import BackfillSummary
 from .background import SchedulerThread, start_in_background
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
@@ -27,6 +28,7 @@ from .errors import (
     AnarchonError,
     BackendNotInstalledError,
     BackendUnavailableError,
+    BackfillError,
     InvalidJobError,
     JobNotFoundError,
     UnsupportedOptionError,
@@ -49,6 +51,8 @@ __all__ = [
     "Backend",
     "BackendNotInstalledError",
     "BackendUnavailableError",
+    "BackfillError",
+    "BackfillSummary",
     "Beat",
     "Capabilities",
     "Claim",

@@ -57,6 +57,16 @@ lease — subclass :class:`LeaseBackend`
       ``False`` and changes nothing.
     * History keeps at least ``history_size`` runs per job, newest by slot
       first, and drops runs older than ``history_ttl_ms`` when it is set.
+    * A backend with ``capabilities.backfill`` decides :meth:`LeaseBackend.backfill`
+      claims: a scheduled slot's run, keyed as the scheduled claim of that
+      slot is (so the fleet and every backfill race for one record), granted
+      only when the slot has no record at all; then ``fencing`` grows as for
+      any win, ``mark`` moves up to the slot when it is above it (never
+      down: a slot the backfill decided is decided, and a server backend's
+      claim may rely on no record existing above ``mark``), ``won`` stays,
+      and no overlap check is made (the caller bounds its concurrency).
+      A slot with a record answers ``LOST`` with that record (``record``), or,
+      for a retry with the record's own token while running, ``WON`` again.
 
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
@@ -228,3 +238,12 @@ class LeaseBackend(Backend):
 
         The scheduler computes catch-up from it.
         """
+
+    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Decide backfill claims of past slots, each atomically; answers line up with ``claims``.
+
+        Only for backends declaring ``capabilities.backfill``; the rule is in
+        the module docstring. Not abstract, so lease backends written before
+        it stay instantiable: they simply do not offer backfills.
+        """
+        raise NotImplementedError(f"backend {self.name!r} does not declare the backfill capability")

@@ -29,6 +29,7 @@ class Capabilities:
     #: Each instance keeps a heartbeat (:meth:`LeaseBackend.heart`), and a run
     #: whose owner's heartbeat expired is taken over at once, not at its lease.
     liveness: bool = False
+    backfill: bool = False  #: LeaseBackend.backfill(): past slots run once, at most, across fleet and backfills.
 
     @property
     def kind(self) -> str:

@@ -7,7 +7,8 @@ The tree::
     │   └── UnsupportedOptionError          a lease-only option on a backend that only claims
     ├── BackendNotInstalledError (ImportError)   pip install the package it names
     ├── BackendUnavailableError (ConnectionError) start() could not reach the backend
-    └── JobNotFoundError (KeyError)          no job of that name on this scheduler
+    ├── JobNotFoundError (KeyError)          no job of that name on this scheduler
+    └── BackfillError (ValueError)           a backfill that cannot be done as asked
 
 Each inherits the builtin a caller would already catch, so ``except ValueError``
 around ``add()`` keeps working.
@@ -19,6 +20,7 @@ __all__ = [
     "AnarchonError",
     "BackendNotInstalledError",
     "BackendUnavailableError",
+    "BackfillError",
     "InvalidJobError",
     "JobNotFoundError",
     "UnsupportedOptionError",
@@ -59,3 +61,14 @@ class JobNotFoundError(AnarchonError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0]) if self.args else ""
+
+
+class BackfillError(AnarchonError, ValueError):
+    """A backfill refused before anything ran: a range, a backend or a history that cannot tell.
+
+    ``option`` names what to change (``--from``, ``history_size``…).
+    """
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option

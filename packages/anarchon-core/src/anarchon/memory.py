@@ -170,6 +170,30 @@ class MemoryStore:
             self._trim(book, c.spec, now)
             return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms, supersedes, previous))
 
+    def backfill(self, c: Claim) -> ClaimResult:
+        """A backfill claim (see :mod:`anarchon.backend`): the slot's record if it has one, else a win.
+
+        The record is keyed as the scheduled claim of the slot is, so the
+        fleet's claim of a slot just due and every overlapping backfill meet
+        here; ``mark`` only moves up to the slot, ``won`` stays.
+        """
+        with self._lock:
+            now = self.clock()
+            book = self._book(c.job)
+            key = (c.slot_ms, False)
+            existing = book.runs.get(key)
+            if existing is not None:
+                if existing.token == c.token and existing.run.status is RunStatus.RUNNING:
+                    return ClaimResult(Outcome.WON, self._grant(existing))
+                return ClaimResult(Outcome.LOST, record=existing.run)
+            book.fencing += 1
+            if book.mark is None or book.mark < c.slot_ms:
+                book.mark = c.slot_ms
+            rec = _Record(c.running(fencing=book.fencing), c.token, c.options.lease_ms, now + c.options.lease_ms)
+            book.put(key, rec)
+            self._trim(book, c.spec, now)
+            return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms))
+
     def _skip(self, book: _Book, key: tuple[int, bool], c: Claim, now: int) -> ClaimResult:
         """Record the slot skipped for overlap: a run still holds the job's lease."""
         base = c.running()
@@ -309,7 +333,7 @@ class MemoryBackend(LeaseBackend):
     name: ClassVar[str] = "memory"
     url_schemes: ClassVar[tuple[str, ...]] = ("memory",)
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, multi_process=False, liveness=True
+        lease=True, history_ttl=True, multi_process=False, liveness=True, backfill=True
     )
 
     def __init__(self, store: MemoryStore | None = None) -> None:
@@ -330,6 +354,9 @@ class MemoryBackend(LeaseBackend):
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         return [self.store.claim(c) for c in claims]
+
+    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        return [self.store.backfill(c) for c in claims]
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         return self.store.finish(grant, run)

@@ -18,6 +18,7 @@ from anarchon.errors import BackendUnavailableError
 from anarchon.options import check_history_limit
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
+from ._backfill import BackfillStatements, backfill_one
 from ._replication import asynchronous_standbys
 from ._schema import (
     SCHEMA_VERSION,
@@ -156,7 +157,7 @@ class PostgresBackend(LeaseBackend):
     name: ClassVar[str] = "postgres"
     url_schemes: ClassVar[tuple[str, ...]] = ("postgresql", "postgres")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=True, multi_process=True
+        lease=True, history_ttl=True, server_clock=True, multi_process=True, backfill=True
     )
 
     def __init__(
@@ -179,6 +180,7 @@ class PostgresBackend(LeaseBackend):
         self._own_pool = pool is None
         self._pool: asyncpg.Pool | None = pool
         self._sql = Statements.for_schema(quote_schema(schema))
+        self._backfill_sql = BackfillStatements.for_schema(quote_schema(schema))
         self._read_only = False
         #: The schema's version as start() or start_read_only() found it (None before either).
         self.schema_version: int | None = None
@@ -462,6 +464,18 @@ class PostgresBackend(LeaseBackend):
             previous_mark=row["o_previous_mark"],
         )
         return ClaimResult(Outcome.WON, grant)
+
+    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """One transaction per backfill claim (see :mod:`._backfill`); not a hot path."""
+        self._missing_schema()
+        results: list[ClaimResult] = []
+        for c in claims:
+
+            async def op(conn: asyncpg.Connection, retry: bool, c: Claim = c) -> ClaimResult:
+                return await backfill_one(conn, self._backfill_sql, c, self._timeout)
+
+            results.append(await self._call("backfill", op))
+        return results
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         """Record the run; finishes made together share one statement and one commit (see ``_batch``)."""

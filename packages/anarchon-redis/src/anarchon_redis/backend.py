@@ -43,6 +43,7 @@ from anarchon.urls import redact_url
 
 from . import _replicas
 from . import _scripts as S
+from ._backfill import backfill_call, backfill_result
 from ._keys import Keyspace, check_prefix, run_id
 from ._records import final_record, grant_of, history_run, run_of, text
 from ._url import read_redis_url
@@ -153,7 +154,7 @@ class RedisBackend(LeaseBackend):
     name: ClassVar[str] = "redis"
     url_schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=True, multi_process=True
+        lease=True, history_ttl=True, server_clock=True, multi_process=True, backfill=True
     )
 
     def __init__(
@@ -345,6 +346,20 @@ class RedisBackend(LeaseBackend):
             _job_failed(c.job, "claim", reply)
             return _UNKNOWN
         return _claim_result(c, reply)
+
+    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """One script per backfill claim, in one pipeline (see :mod:`._backfill`)."""
+        if not claims:
+            return []
+        calls = [backfill_call(self._keys, self._hint(), c) for c in claims]
+        if self.cluster:
+            calls += [(S.TOUCH, [self._keys.hint], [c.job, c.options.lease_ms]) for c in claims]
+        replies, reached = await self._calls_waited(calls, strict=0)
+        results = [
+            _UNKNOWN if isinstance(reply, Exception) else backfill_result(c, reply)
+            for c, reply in zip(claims, replies, strict=False)
+        ]
+        return [r if ok or r.outcome is not Outcome.WON else _UNKNOWN for r, ok in zip(results, reached, strict=False)]
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         k = self._keys.job(grant.job)

@@ -19,6 +19,7 @@ from anarchon.run import Run
 from anarchon.urls import integer, read_url_options
 
 from . import _store
+from ._backfill import backfill as backfill_claims
 from ._errors import DatabaseFileError
 from ._heart import SQLiteHeart
 from ._schema import SYNCHRONOUS_MODES, open_store
@@ -68,7 +69,7 @@ class SQLiteBackend(LeaseBackend):
     name: ClassVar[str] = "sqlite"
     url_schemes: ClassVar[tuple[str, ...]] = ("sqlite",)
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=False, multi_process=True, liveness=True
+        lease=True, history_ttl=True, server_clock=False, multi_process=True, liveness=True, backfill=True
     )
 
     def __init__(
@@ -272,3 +273,8 @@ class SQLiteBackend(LeaseBackend):
         if not jobs:
             return {}
         return await self._call(lambda conn: _store.marks(conn, jobs))
+
+    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        if not claims:
+            return []
+        return await self._write(backfill_claims(claims))

@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._backfill import BackfillRefusalTests, BackfillTests
     from ._base import SuiteBase
     from ._claim import ClaimTests
     from ._fleet_tests import FleetTests
@@ -36,6 +37,8 @@ __all__ = [
     "LEASE_MS",
     "BackendFactory",
     "BackendSuite",
+    "BackfillRefusalTests",
+    "BackfillTests",
     "ClaimTests",
     "Conformance",
     "FleetTests",
@@ -61,6 +64,8 @@ __all__ = [
 
 _HOME = {
     "SuiteBase": "_base",
+    "BackfillTests": "_backfill",
+    "BackfillRefusalTests": "_backfill",
     "ClaimTests": "_claim",
     "FleetTests": "_fleet_tests",
     "BackendFactory": "_harness",

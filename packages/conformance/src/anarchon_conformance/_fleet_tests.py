@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,7 +26,7 @@ import pytest
 
 from anarchon import Backend, Run, Scheduler
 from anarchon.plugins import PluginManager
-from anarchon.run import RunStatus
+from anarchon.run import RunStatus, ms_to_datetime
 from anarchon.urls import url_scheme
 
 from ._base import SuiteBase
@@ -198,3 +202,70 @@ class FleetTests(SuiteBase):
 
         (record,) = [r for r in asyncio.run(history()) if r.slot_ms == first["slot"]]
         assert (record.status, record.instance) == (RunStatus.RUNNING, first["instance"])
+
+    @requires("multi_process", "backfill")
+    def test_overlapping_backfills_and_a_live_fleet_run_each_slot_once(
+        self, fleet: FleetMaker, fleet_backend: dict[str, Any]
+    ) -> None:
+        """Two ``anarchon backfill`` processes over overlapping ranges, while 3 instances run the job live.
+
+        The ranges start before the fleet did (slots nobody ran) and end at the
+        moment the backfills start, so their newest slots are the ones the live
+        fleet is claiming then. Every slot is counted twice: by the ledger the
+        job writes (whoever ran it) and by history.
+        """
+        cron, job = "* * * * * *", "job-00"
+        options = {"jitter_ms": 500}
+        with fleet(instances=3, jobs=1, cron=cron, options=options) as f:
+            f.start()
+            started = f.ready_ms
+            assert started is not None
+            # A few slots run by the fleet inside the ranges, then the slot it is claiming right now.
+            f.wait_for(lambda r: r["e"] == "end" and r.get("job") == job and r["slot"] >= started + 5000, timeout=30)
+            end = int(time.time()) * 1000
+            ranges = [(started - 40_000, end), (started - 25_000, end)]
+            env = {
+                **f.env,
+                "ANARCHON_CF_BACKEND": json.dumps(fleet_backend),
+                "ANARCHON_CF_LEDGER": str(f.ledger_path),
+                "ANARCHON_CF_JOBS": job,
+                "ANARCHON_CF_CRON": cron,
+                "ANARCHON_CF_OPTIONS": json.dumps(options),
+            }
+            backfills = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "anarchon", "backfill", "anarchon_conformance.backfill_app:scheduler", job,
+                     "--from", ms_to_datetime(lo).isoformat(), "--to", ms_to_datetime(hi).isoformat(),
+                     "--concurrency", "4", "--json"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=os.getcwd(),
+                )
+                for lo, hi in ranges
+            ]  # fmt: skip
+            outputs = [p.communicate(timeout=120) for p in backfills]
+            f.wait_for(lambda r: r["e"] == "end" and r.get("job") == job and r["slot"] > end + 2000, timeout=30)
+            f.stop()
+            ledger = f.ledger()
+        for p, (_, err) in zip(backfills, outputs, strict=True):
+            assert p.returncode == 0, f"backfill exited {p.returncode}: {err[-3000:]}"
+        summaries = [json.loads(out) for out, _ in outputs]
+        wanted = [s for s in range(ranges[0][0] // 1000 * 1000, end + 1, 1000) if s >= ranges[0][0]]
+        in_range = set(wanted)
+        runs = Counter(r["slot"] for r in ledger if r["e"] == "start" and r.get("job") == job and r["slot"] in in_range)
+        doubled = {s: n for s, n in runs.items() if n > 1}
+        missing = [s for s in wanted if s not in runs]
+        by_backfill = sum(1 for r in ledger if r["e"] == "start" and r["instance"].startswith("backfill-"))
+        print(
+            f"backfill: {len(wanted)} slots; counts {[s['counts'] for s in summaries]}; "
+            f"{by_backfill} run by the backfills, {len(wanted) - by_backfill} by the fleet"
+        )
+        assert doubled == {}, f"slots run more than once: {doubled}"
+        assert missing == [], f"slots of the range never run: {missing}"
+        assert sum(s["counts"]["ran"] for s in summaries) == by_backfill
+        assert by_backfill >= 25, "the backfills ran fewer slots than came before the fleet started"
+        assert len(wanted) - by_backfill >= 4, "the fleet ran too few of the range's slots for the test to mean much"
+
+        async def history() -> list[Run]:
+            return await Scheduler(build_backend(**fleet_backend)).history(job, limit=1000)
+
+        recorded = Counter(r.slot_ms for r in asyncio.run(history()) if r.slot_ms in in_range and not r.manual)
+        assert recorded == Counter(wanted), "history does not hold exactly one record per slot of the range"

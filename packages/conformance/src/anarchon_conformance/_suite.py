@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._backfill import BackfillRefusalTests, BackfillTests
 from ._claim import ClaimTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
@@ -24,6 +25,8 @@ class BackendSuite(
     SchedulerTests,
     RobustnessTests,
     SchedulerRobustnessTests,
+    BackfillTests,
+    BackfillRefusalTests,
 ):
     """Every conformance test; each gated on the capabilities it needs.
 

@@ -2,7 +2,7 @@
 
 One module per kind of command: :mod:`._read` (``jobs``, ``history``,
 ``backends``), :mod:`._check` (the readiness gate), :mod:`._run` (``run``,
-``run-now``), :mod:`._migrate`. Built on :mod:`argparse`, so the core needs no
+``run-now``), :mod:`._backfill`, :mod:`._migrate`. Built on :mod:`argparse`, so the core needs no
 dependency for it; every read command takes ``--json`` for scripts.
 
 Exit status: 0 done, 1 a check, a run or the backend failed (the reason is
@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import AnarchonError, BackendUnavailableError
+from ._backfill import backfill, parse_moment
 from ._check import check
 from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
 from ._migrate import migrate
@@ -107,6 +108,43 @@ def _parser() -> argparse.ArgumentParser:
     json_option(p)
 
     p = command(
+        "backfill",
+        "run the past slots of a range that have not run, once across the fleet, in this process",
+        "Run every slot of JOB from --from to --to (both included) that has no record in the job's history, "
+        "in this process, while the fleet runs on. Each slot is decided by the backend, so a slot runs once "
+        "however many backfills of overlapping ranges and live instances race for it. Times without a zone "
+        "are the job's timezone. Lease backends only (Redis, PostgreSQL, SQLite); RabbitMQ and NATS keep no "
+        "record to tell which slots ran and are refused. Prints a summary (ran, already run, skipped, failed); "
+        "exits 1 when a slot failed or was not decided. A progress bar needs rich (pip install "
+        "anarchon-core[progress]); without it a line per tenth of the range goes to stderr.",
+    )
+    p.add_argument("target", metavar="module:attr", help=TARGET_HELP + " (it holds the job's function)")
+    p.add_argument("job", metavar="JOB", help="the job's name")
+    p.add_argument(
+        "--from",
+        dest="start",
+        required=True,
+        type=parse_moment,
+        metavar="T1",
+        help="first time of the range, ISO 8601 (2026-11-30T02:00 in the job's zone, or 2026-11-30T01:00Z)",
+    )
+    p.add_argument(
+        "--to",
+        dest="end",
+        required=True,
+        type=parse_moment,
+        metavar="T2",
+        help="last time of the range, at or before now",
+    )
+    p.add_argument(
+        "--concurrency", type=_positive_int, default=1, metavar="N", help="run up to N slots at once (default 1)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="list the slots that would run; change nothing")
+    p.add_argument("--yes", action="store_true", help="run a range of more than 1000 slots without asking")
+    backend_option(p)
+    json_option(p)
+
+    p = command(
         "check",
         "readiness gate: check the options, connect, check the clock skew",
         "Check every job's options against the backend, connect to it (read-only) and check this host's "
@@ -155,6 +193,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
     "jobs": jobs,
     "history": history,
     "run-now": run_now,
+    "backfill": backfill,
     "check": check,
     "migrate": migrate,
     "backends": backends,

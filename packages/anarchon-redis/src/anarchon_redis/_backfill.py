@@ -1,0 +1,47 @@
+"""The backfill claim (:meth:`anarchon.LeaseBackend.backfill`): one script per slot on the job's keys.
+
+The script (``lua/backfill.lua``) grants a slot's scheduled run only when the
+slot has no record, under the run id the fleet's claim uses, so Redis runs
+one of the racing scripts first and the others find its record. This module
+builds the calls and reads the answers; the backend sends them in one
+pipeline, as it sends claims.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from anarchon.backend import Claim, ClaimResult, Outcome
+
+from . import _scripts as S
+from ._keys import Keyspace
+from ._records import grant_of, run_of, text
+
+__all__ = ["BACKFILL", "backfill_call", "backfill_result"]
+
+BACKFILL = S.load("backfill", "now_ms", "num", "drop_if_done", "trim", "decode", "read_state")
+
+_NUMBERS = struct.Struct("<7d")
+
+
+def backfill_call(keys: Keyspace, hint: list[str], c: Claim) -> tuple[S.Script, list[str], list[Any]]:
+    o = c.options
+    k = keys.job(c.job)
+    numbers = _NUMBERS.pack(
+        c.slot_ms, c.catch_up, c.missed, c.now_ms, o.lease_ms, o.history_size, o.history_ttl_ms or 0
+    )
+    return BACKFILL, [k.state, k.runs, k.order, k.live, *hint], [numbers, c.token, c.instance, c.job]
+
+
+def backfill_result(c: Claim, reply: list[Any]) -> ClaimResult:
+    outcome = text(reply[0])
+    if outcome == "lost":
+        try:
+            record = run_of(reply[1])
+        except (ValueError, KeyError, TypeError):  # a record no version of ours wrote: still a record
+            record = None
+        return ClaimResult(Outcome.LOST, record=record)
+    if isinstance(reply[1], int):
+        return ClaimResult(Outcome.WON, c.granted(fencing=reply[1], lease_ms=c.options.lease_ms))
+    return ClaimResult(Outcome.WON, grant_of(reply[1]))
