@@ -20,8 +20,8 @@ def test_every_migration_renders_for_a_quoted_schema_with_no_placeholder_left():
 
 def test_the_claim_function_is_included_where_migrations_ask_for_it():
     first, second = (m(quote_schema("s")) for m in _MIGRATIONS[:2])
-    assert first.count('CREATE FUNCTION "s".claim(') == 1
-    assert second.count('CREATE FUNCTION "s".claim(') == 1 and 'DROP FUNCTION "s".claim(' in second
+    assert first.count('CREATE OR REPLACE FUNCTION "s".claim(') == 1
+    assert second.count('CREATE OR REPLACE FUNCTION "s".claim(') == 1 and 'DROP FUNCTION "s".claim(' in second
 
 
 @pytest.mark.parametrize("bad", ["app_cron", '"a; DROP TABLE x"', '"pg_catalog"', '"1abc"'])

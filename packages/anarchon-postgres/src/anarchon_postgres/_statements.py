@@ -31,6 +31,9 @@ class Statements:
     history: str
     marks: str
     now_ms: str
+    #: The heartbeat's (anarchon.liveness), sent by the Heart on its own connection.
+    beat: str
+    leave: str
 
     @classmethod
     def for_schema(cls, quoted_schema: str) -> Statements:
