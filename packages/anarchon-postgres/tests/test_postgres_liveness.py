@@ -121,3 +121,40 @@ async def test_a_callers_pool_gets_no_heartbeat(pg_dsn, schema):
         assert backend.heart() is None
     finally:
         await pool.close()
+
+
+@pytest.mark.parametrize("owner_alive", [False, True])
+async def test_a_batch_of_claims_judges_each_older_runs_owner(
+    make_backend, make_job, make_claim, wait_until, owner_alive
+):
+    """Many jobs due together go through claim_batch, which reads the dead owners once per batch."""
+    a_backend, b_backend = await make_backend(), await make_backend()
+    jobs = [make_job(f"batch-{n}", overlap="skip") for n in range(3)]
+    a_heart, b_heart = _heart(a_backend), _heart(b_backend)
+    await a_heart.open()
+    await b_heart.open()
+    try:
+        await a_heart.beat("a", TTL_MS)
+        first = await a_backend.claim([make_claim(j, 1000, "a") for j in jobs])
+        assert all(r.won for r in first)
+        if owner_alive:
+            await a_heart.beat("a", 60_000)  # alive for the rest of the test
+        else:
+            await a_heart.close()
+
+            async def a_dead() -> bool:
+                return "a" in (await b_heart.beat("b", TTL_MS)).dead
+
+            await wait_until(a_dead)
+        second = await b_backend.claim([make_claim(j, 2000, "b") for j in jobs])
+        if owner_alive:
+            assert [r.outcome.name for r in second] == ["SKIPPED"] * 3, "a live owner's runs did not make overlap"
+        else:
+            assert [r.outcome.name for r in second] == ["WON"] * 3, "a dead owner's runs made the next slots skip"
+            assert [r.grant.supersedes for r in second if r.grant] == [1000] * 3
+            for job in jobs:
+                (old,) = [run for run in await b_backend.history(job.name) if run.slot_ms == 1000]
+                assert old.status.value == "abandoned"
+    finally:
+        await a_heart.close()
+        await b_heart.close()

@@ -35,6 +35,7 @@ DECLARE
     v_count bigint[];
     v_gone bigint[];
     v_now bigint;
+    v_dead text[];
     i integer;
 BEGIN
     SELECT array_agg(j.name IS NOT NULL ORDER BY c.n), array_agg(j.mark ORDER BY c.n)
@@ -70,6 +71,12 @@ BEGIN
             FROM unnest(p_job) WITH ORDINALITY AS c(job, n) LEFT JOIN l ON l.name = c.job;
     END IF;
     v_now := @now_ms@;
+    -- The owners whose heartbeat expired (as a rule none), read once for the
+    -- whole batch: each running run is then tested against one array, not
+    -- probed in `instances` per run and statement. A record revived since
+    -- belongs to an owner that gave its earlier runs up before it expired
+    -- (anarchon.liveness), and the locked jobs get no new run meanwhile.
+    v_dead := ARRAY(SELECT d.instance FROM @schema@.instances d WHERE d.alive_until < v_now);
 
     -- `busy` is materialized so its test runs once per claim; the abandon and
     -- the overlap test touch disjoint rows, so one snapshot serves both.
@@ -83,18 +90,14 @@ BEGIN
     ), gone AS (
         UPDATE @schema@.runs r SET status = 'abandoned' FROM w
             WHERE r.job = w.job AND r.status = 'running' AND NOT r.manual
-              AND r.slot_ms < w.slot AND (r.expires_ms <= v_now OR EXISTS (
-                  SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now
-              ))
+              AND r.slot_ms < w.slot AND (r.expires_ms <= v_now OR r.instance = ANY (v_dead))
             RETURNING w.n, w.won, r.slot_ms
     ), sup AS (  -- the dead run abandoned here was the newest slot won: the claim supersedes it
         SELECT g.n, max(g.slot_ms) AS slot_ms FROM gone g WHERE g.slot_ms = g.won GROUP BY g.n
     ), busy AS MATERIALIZED (
         SELECT w.*, w.skip AND EXISTS (
             SELECT 1 FROM @schema@.runs x WHERE x.job = w.job AND x.status = 'running' AND x.expires_ms > v_now
-                AND NOT EXISTS (
-                    SELECT 1 FROM @schema@.instances hb WHERE hb.instance = x.instance AND hb.alive_until < v_now
-                )
+                AND x.instance <> ALL (v_dead)
         ) AS skipped
         FROM w
     ), j AS (
@@ -157,9 +160,7 @@ BEGIN
                        WHEN r.token = c.token AND r.status = 'skipped' THEN 'skipped'
                        WHEN r.job IS NULL AND c.skip AND EXISTS (
                            SELECT 1 FROM @schema@.runs x WHERE x.job = c.job AND x.status = 'running'
-                               AND x.expires_ms > v_now AND x.slot_ms < c.slot AND NOT EXISTS (
-                                   SELECT 1 FROM @schema@.instances hb WHERE hb.instance = x.instance AND hb.alive_until < v_now
-                               )
+                               AND x.expires_ms > v_now AND x.slot_ms < c.slot AND x.instance <> ALL (v_dead)
                        ) THEN 'general'
                        ELSE 'lost'
                    END
