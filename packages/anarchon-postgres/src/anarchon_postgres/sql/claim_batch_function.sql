@@ -36,6 +36,7 @@ DECLARE
     v_gone bigint[];
     v_now bigint;
     v_dead text[];
+    v_cut bigint;
     i integer;
 BEGIN
     SELECT array_agg(j.name IS NOT NULL ORDER BY c.n), array_agg(j.mark ORDER BY c.n)
@@ -77,6 +78,10 @@ BEGIN
     -- belongs to an owner that gave its earlier runs up before it expired
     -- (anarchon.liveness), and the locked jobs get no new run meanwhile.
     v_dead := ARRAY(SELECT d.instance FROM @schema@.instances d WHERE d.alive_until < v_now);
+    -- With nobody dead, only runs whose lease expired can be abandoned: `gone`
+    -- then reads the expired end of the index of running runs alone, as
+    -- before liveness, instead of every running run of every job.
+    v_cut := CASE WHEN cardinality(v_dead) = 0 THEN v_now ELSE 9223372036854775807 END;
 
     -- `busy` is materialized so its test runs once per claim; the abandon and
     -- the overlap test touch disjoint rows, so one snapshot serves both.
@@ -90,7 +95,8 @@ BEGIN
     ), gone AS (
         UPDATE @schema@.runs r SET status = 'abandoned' FROM w
             WHERE r.job = w.job AND r.status = 'running' AND NOT r.manual
-              AND r.slot_ms < w.slot AND (r.expires_ms <= v_now OR r.instance = ANY (v_dead))
+              AND r.slot_ms < w.slot AND r.expires_ms <= v_cut
+              AND (r.expires_ms <= v_now OR r.instance = ANY (v_dead))
             RETURNING w.n, w.won, r.slot_ms
     ), sup AS (  -- the dead run abandoned here was the newest slot won: the claim supersedes it
         SELECT g.n, max(g.slot_ms) AS slot_ms FROM gone g WHERE g.slot_ms = g.won GROUP BY g.n
