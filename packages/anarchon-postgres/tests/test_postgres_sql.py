@@ -7,6 +7,7 @@ import re
 import pytest
 
 from anarchon_postgres._schema import _MIGRATIONS, SCHEMA_VERSION, quote_schema, render_sql
+from anarchon_postgres._statements import Statements
 
 
 def test_every_migration_renders_for_a_quoted_schema_with_no_placeholder_left():
@@ -19,11 +20,18 @@ def test_every_migration_renders_for_a_quoted_schema_with_no_placeholder_left():
 
 def test_the_claim_function_is_included_where_migrations_ask_for_it():
     first, second = (m(quote_schema("s")) for m in _MIGRATIONS[:2])
-    assert first.count('CREATE FUNCTION "s".claim(') == 1
-    assert second.count('CREATE FUNCTION "s".claim(') == 1 and 'DROP FUNCTION "s".claim(' in second
+    assert first.count('CREATE OR REPLACE FUNCTION "s".claim(') == 1
+    assert second.count('CREATE OR REPLACE FUNCTION "s".claim(') == 1 and 'DROP FUNCTION "s".claim(' in second
 
 
 @pytest.mark.parametrize("bad", ["app_cron", '"a; DROP TABLE x"', '"pg_catalog"', '"1abc"'])
 def test_render_sql_takes_only_a_schema_quoted_by_quote_schema(bad):
     with pytest.raises(ValueError, match="schema"):
         render_sql("migration_3.sql", bad)
+
+
+def test_every_statement_renders_for_a_quoted_schema_with_no_placeholder_left():
+    statements = Statements.for_schema(quote_schema("app_cron"))
+    for name, sql in vars(statements).items():
+        assert '"app_cron".' in sql or name == "now_ms", name
+        assert not re.search(r"@[a-z_]+@|-- @include", sql), name

@@ -12,6 +12,7 @@ a query parameter.
 from __future__ import annotations
 
 # ruff: noqa: S608 - the only identifier in this SQL is the schema name, checked and quoted first
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -65,7 +66,9 @@ _PLACEHOLDER = re.compile(r"@([a-z_]+)@")
 _INCLUDE = re.compile(r"^-- @include ([a-z0-9_]+\.sql)$", re.MULTILINE)
 
 
+@functools.cache
 def _resource(name: str) -> str:
+    """The text of ``sql/<name>``, read once per process (every backend renders its statements from it)."""
     return resources.files(__package__).joinpath("sql", name).read_text(encoding="utf-8")
 
 
@@ -106,6 +109,7 @@ _MIGRATIONS = (
     _migration("migration_1.sql"),  # tables, indexes, history trim, claim and take-over functions
     _migration("migration_2.sql"),  # the claim function names the mark it found (o_previous_mark)
     _migration("migration_3.sql"),  # claim_batch: set-based batches, losers lock nothing; jobs fillfactor
+    _migration("migration_4.sql"),  # instances (heartbeats); a dead owner's runs count as expired
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

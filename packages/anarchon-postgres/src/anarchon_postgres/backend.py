@@ -15,10 +15,12 @@ from anarchon._records import decode_run, read_runs
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError
+from anarchon.liveness import Heart
 from anarchon.options import check_history_limit
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
 from ._backfill import BackfillStatements, backfill_one
+from ._heart import PostgresHeart
 from ._replication import asynchronous_standbys
 from ._schema import (
     SCHEMA_VERSION,
@@ -157,7 +159,7 @@ class PostgresBackend(LeaseBackend):
     name: ClassVar[str] = "postgres"
     url_schemes: ClassVar[tuple[str, ...]] = ("postgresql", "postgres")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=True, multi_process=True, backfill=True
+        lease=True, history_ttl=True, server_clock=True, multi_process=True, liveness=True, backfill=True
     )
 
     def __init__(
@@ -271,10 +273,14 @@ class PostgresBackend(LeaseBackend):
                 "check the schema (?schema=… in the URL), or create it with `anarchon migrate --backend URL`"
             )
 
+    def _settings(self) -> dict[str, str]:
+        """The session settings of the backend's own connections (the DSN's own win)."""
+        if "application_name" in dict(parse_qsl(urlsplit(self._dsn).query)):
+            return {}
+        return {"application_name": "anarchon"}
+
     async def _open_pool(self) -> asyncpg.Pool:
-        settings = {}
-        if "application_name" not in dict(parse_qsl(urlsplit(self._dsn).query)):
-            settings["application_name"] = "anarchon"
+        settings = self._settings()
         try:
             pool = await asyncio.wait_for(
                 asyncpg.create_pool(
@@ -540,17 +546,20 @@ class PostgresBackend(LeaseBackend):
         return [(g.job, g.slot_ms, g.manual, g.token) in renewed for g in grants]
 
     async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
-        """Grant again, or abandon, the expired runs of these jobs.
+        """Grant again, or abandon, the expired runs of these jobs (lease expired, or the owner's heartbeat).
 
-        A poll first reads which jobs have an expired lease at all, so the
+        A poll first reads which jobs have an expired run at all, so the
         usual answer (none) costs one small query, not three arrays as long
         as the job list (10,000 jobs: about 45 ms of client CPU a second).
         """
         if not jobs:
             return []
+        # Owners dead for longer than this have stopped renewing for longer, so their runs' leases expired too.
+        dead_within = max(j.options.lease_ms for j in jobs) + 2 * round(self._timeout * 1000)
 
         async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
-            expired = {row[0] for row in await conn.fetch(self._sql.expired_jobs, timeout=self._timeout)}
+            polled = await conn.fetch(self._sql.expired_jobs, dead_within, timeout=self._timeout)
+            expired = {row[0] for row in polled}
             mine = [j for j in jobs if j.name in expired] if expired else []
             if not mine:
                 return []
@@ -582,6 +591,29 @@ class PostgresBackend(LeaseBackend):
             )
             for r in await self._call("take_over", op)
         ]
+
+    def heart(self) -> Heart | None:
+        """This instance's heartbeat, on a connection of its own to the same DSN (see :mod:`._heart`).
+
+        ``None`` on a caller's ``pool``: the heartbeat thread cannot use a pool
+        of another event loop, and the backend does not know how that pool
+        connects. That instance's runs then wait for their lease when it dies,
+        as before liveness; pass ``dsn`` instead of ``pool`` to have both.
+
+        The heart's session commits with ``synchronous_commit = off``: a beat
+        needs no WAL flush (nor a synchronous standby's answer), since a beat
+        lost in a server crash only makes its instance look dead as early as
+        the crash does anyway (README, "When an instance dies").
+        """
+        if not self._own_pool:
+            return None
+        return PostgresHeart(
+            self._dsn,
+            self._sql.beat,
+            self._sql.leave,
+            timeout_s=self._timeout,
+            settings={**self._settings(), "synchronous_commit": "off"},
+        )
 
     async def hand_over(self, grant: Grant) -> bool:
         async def op(conn: asyncpg.Connection, retry: bool) -> bool:

@@ -4,7 +4,10 @@
 -- claim reports back as o_previous_mark), then decide and record (a lone
 -- claim with overlap "allow" decides in the second, and then abandons
 -- expired older runs).
-CREATE FUNCTION @schema@.claim(
+-- "Expired" is the lease's expiry or the owner's heartbeat's: a running run
+-- whose owner has an `instances` record before the server's now counts as
+-- expired (abandoned, no overlap), one whose owner has no record as alive.
+CREATE OR REPLACE FUNCTION @schema@.claim(
     p_job text[], p_slot bigint[], p_manual boolean[], p_token text[], p_instance text[],
     p_started timestamptz[], p_catch_up boolean[], p_missed integer[], p_lease bigint[],
     p_skip boolean[], p_size bigint[], p_ttl bigint[]
@@ -45,9 +48,11 @@ BEGIN
         IF FOUND THEN
             v_now := @now_ms@;
             WITH gone AS (
-                UPDATE @schema@.runs SET status = 'abandoned'
-                    WHERE job = p_job[1] AND status = 'running' AND NOT manual
-                      AND slot_ms < p_slot[1] AND expires_ms <= v_now
+                UPDATE @schema@.runs o SET status = 'abandoned'
+                    WHERE o.job = p_job[1] AND o.status = 'running' AND NOT o.manual
+                      AND o.slot_ms < p_slot[1] AND (o.expires_ms <= v_now OR EXISTS (
+                          SELECT 1 FROM @schema@.instances hb WHERE hb.instance = o.instance AND hb.alive_until < v_now
+                      ))
                     RETURNING slot_ms
             )
             SELECT max(slot_ms) INTO v_gone FROM gone;
@@ -110,8 +115,10 @@ BEGIN
                     o_catch_up := r.catch_up; o_missed := r.missed; o_started_at := r.started_at;
                     o_finished_at := r.finished_at; o_duration_ms := r.duration_ms; o_lease_ms := r.lease_ms;
                 ELSIF NOT FOUND AND p_skip[i] AND EXISTS (
-                    SELECT 1 FROM @schema@.runs WHERE job = p_job[i] AND status = 'running'
-                        AND expires_ms > v_now AND slot_ms < p_slot[i]
+                    SELECT 1 FROM @schema@.runs x WHERE x.job = p_job[i] AND x.status = 'running'
+                        AND x.expires_ms > v_now AND x.slot_ms < p_slot[i] AND NOT EXISTS (
+                            SELECT 1 FROM @schema@.instances hb WHERE hb.instance = x.instance AND hb.alive_until < v_now
+                        )
                 ) THEN
                     -- Delayed past a newer slot's claim: too late to run, but overlapped by an older
                     -- run all along, so recorded skipped as it would have been in time (the mark stays).
@@ -137,20 +144,25 @@ BEGIN
             END IF;
         END IF;
         -- One statement decides and records, under the lock taken above:
-        -- older scheduled runs whose lease expired are abandoned, and with
+        -- older scheduled runs that expired (lease or owner) are abandoned, and with
         -- overlap "skip" a live run makes the claim skipped. The abandon and
         -- the overlap test touch disjoint rows, so one snapshot serves both;
         -- `busy` is materialized so its test runs once, not once per use.
         WITH gone AS (
-            UPDATE @schema@.runs SET status = 'abandoned'
-                WHERE NOT p_manual[i] AND job = p_job[i] AND status = 'running' AND NOT manual
-                  AND slot_ms < p_slot[i] AND expires_ms <= v_now
+            UPDATE @schema@.runs o SET status = 'abandoned'
+                WHERE NOT p_manual[i] AND o.job = p_job[i] AND o.status = 'running' AND NOT o.manual
+                  AND o.slot_ms < p_slot[i] AND (o.expires_ms <= v_now OR EXISTS (
+                      SELECT 1 FROM @schema@.instances hb WHERE hb.instance = o.instance AND hb.alive_until < v_now
+                  ))
                 RETURNING slot_ms
         ), prev AS (
             SELECT won FROM @schema@.jobs WHERE name = p_job[i]  -- the statement's snapshot: before `j`
         ), busy AS MATERIALIZED (
             SELECT p_skip[i] AND EXISTS (
-                SELECT 1 FROM @schema@.runs WHERE job = p_job[i] AND status = 'running' AND expires_ms > v_now
+                SELECT 1 FROM @schema@.runs x WHERE x.job = p_job[i] AND x.status = 'running'
+                    AND x.expires_ms > v_now AND NOT EXISTS (
+                        SELECT 1 FROM @schema@.instances hb WHERE hb.instance = x.instance AND hb.alive_until < v_now
+                    )
             ) AS skipped
         ), j AS (
             UPDATE @schema@.jobs

@@ -1,0 +1,2 @@
+-- @include statement_part_finish_one.sql
+    AND status = 'running' RETURNING true

@@ -1,0 +1,2 @@
+-- The server's clock in epoch milliseconds.
+SELECT @now_ms@

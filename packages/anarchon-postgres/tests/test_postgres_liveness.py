@@ -1,0 +1,160 @@
+"""The heartbeat in PostgreSQL: its table comes with the schema, its connection heals, its rule holds in SQL.
+
+The rule itself (a dead owner's run is taken over, a live one's is not, no
+record counts as alive) is the conformance suite's LivenessTests; these are
+what only this backend can get wrong.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from anarchon_postgres import SCHEMA_VERSION, PostgresBackend
+from anarchon_postgres._heart import PostgresHeart
+from anarchon_postgres._schema import _MIGRATIONS, migration_script, quote_schema
+
+pytestmark = pytest.mark.postgres
+
+TTL_MS = 400
+
+
+async def _schema_at(pg_dsn: str, schema: str, version: int) -> None:
+    """The schema as a release of ``version`` left it."""
+    quoted = quote_schema(schema)
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        async with conn.transaction():
+            await conn.execute(f"CREATE SCHEMA {quoted}")
+            await conn.execute(
+                f"CREATE TABLE {quoted}.schema_version (version integer PRIMARY KEY, applied_at "
+                "timestamptz NOT NULL DEFAULT now())"
+            )
+            for n, migration in enumerate(_MIGRATIONS[:version], 1):
+                await conn.execute(migration(quoted))
+                await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES ({n})")
+    finally:
+        await conn.close()
+
+
+def _heart(backend: PostgresBackend) -> PostgresHeart:
+    heart = backend.heart()
+    assert isinstance(heart, PostgresHeart)
+    return heart
+
+
+async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(pg_dsn, schema, make_backend, make_job, make_claim):
+    await _schema_at(pg_dsn, schema, 3)
+    script = migration_script(schema, 3)
+    assert f'CREATE TABLE "{schema}".instances' in script and f'CREATE TABLE "{schema}".runs' not in script
+    backend = await make_backend()
+    assert backend.schema_version == SCHEMA_VERSION == 4
+    heart = _heart(backend)
+    await heart.open()
+    try:
+        assert (await heart.beat("i1", TTL_MS)).dead == {}
+        assert (await backend.claim([make_claim(make_job("after"), 1000, "i1")]))[0].won
+    finally:
+        await heart.close()
+
+
+async def test_read_only_start_creates_no_heartbeat_table(pg_dsn, schema, make_backend):
+    await _schema_at(pg_dsn, schema, 3)
+    reader = PostgresBackend(pg_dsn, schema=schema)
+    await reader.start_read_only()
+    try:
+        assert reader.schema_version == 3 and reader.needs_migration
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            found = await conn.fetchval("SELECT to_regclass($1)", f'"{schema}".instances')
+        finally:
+            await conn.close()
+        assert found is None, "a read-only start created the heartbeat table"
+    finally:
+        await reader.close()
+
+
+async def test_the_heart_connects_again_after_its_session_is_killed(backend, pg_dsn, wait_until):
+    heart = _heart(backend)
+    await heart.open()
+    try:
+        await heart.beat("i1", TTL_MS)
+        assert heart._conn is not None
+        pid = heart._conn.get_server_pid()
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            assert await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
+
+            async def gone() -> bool:
+                return not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", pid)
+
+            await wait_until(gone)
+        finally:
+            await conn.close()
+        failures = 0
+        for _ in range(3):  # the beat that finds the session dead fails; the next connects anew
+            try:
+                await heart.beat("i1", TTL_MS)
+                break
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                failures += 1
+        assert failures <= 1
+        assert heart._conn is not None and heart._conn.get_server_pid() != pid
+    finally:
+        await heart.close()
+
+
+async def test_the_heart_commits_without_waiting_for_the_wal(backend):
+    heart = _heart(backend)
+    await heart.open()
+    try:
+        assert heart._conn is not None
+        assert await heart._conn.fetchval("SHOW synchronous_commit") == "off"
+    finally:
+        await heart.close()
+
+
+async def test_a_callers_pool_gets_no_heartbeat(pg_dsn, schema):
+    pool = await asyncpg.create_pool(pg_dsn, min_size=1, max_size=1)
+    try:
+        backend = PostgresBackend(pool=pool, schema=schema)
+        assert backend.heart() is None
+    finally:
+        await pool.close()
+
+
+@pytest.mark.parametrize("owner_alive", [False, True])
+async def test_a_batch_of_claims_judges_each_older_runs_owner(
+    make_backend, make_job, make_claim, wait_until, owner_alive
+):
+    """Many jobs due together go through claim_batch, which reads the dead owners once per batch."""
+    a_backend, b_backend = await make_backend(), await make_backend()
+    jobs = [make_job(f"batch-{n}", overlap="skip") for n in range(3)]
+    a_heart, b_heart = _heart(a_backend), _heart(b_backend)
+    await a_heart.open()
+    await b_heart.open()
+    try:
+        await a_heart.beat("a", TTL_MS)
+        first = await a_backend.claim([make_claim(j, 1000, "a") for j in jobs])
+        assert all(r.won for r in first)
+        if owner_alive:
+            await a_heart.beat("a", 60_000)  # alive for the rest of the test
+        else:
+            await a_heart.close()
+
+            async def a_dead() -> bool:
+                return "a" in (await b_heart.beat("b", TTL_MS)).dead
+
+            await wait_until(a_dead)
+        second = await b_backend.claim([make_claim(j, 2000, "b") for j in jobs])
+        if owner_alive:
+            assert [r.outcome.name for r in second] == ["SKIPPED"] * 3, "a live owner's runs did not make overlap"
+        else:
+            assert [r.outcome.name for r in second] == ["WON"] * 3, "a dead owner's runs made the next slots skip"
+            assert [r.grant.supersedes for r in second if r.grant] == [1000] * 3
+            for job in jobs:
+                (old,) = [run for run in await b_backend.history(job.name) if run.slot_ms == 1000]
+                assert old.status.value == "abandoned"
+    finally:
+        await a_heart.close()
+        await b_heart.close()
