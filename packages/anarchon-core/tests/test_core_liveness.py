@@ -107,3 +107,43 @@ async def test_an_instance_whose_heartbeat_lapses_gives_its_runs_up() -> None:
     await asyncio.wait_for(cancelled.wait(), LIVENESS_TTL_MS / 1000 + 2)
     assert time.monotonic() - t0 <= LIVENESS_TTL_MS / 1000 + 1
     await a.stop(grace_ms=500)
+
+
+@pytest.mark.asyncio
+async def test_runs_given_up_in_a_lapse_are_handed_over_once_beats_come_back() -> None:
+    """A store down for everyone: nobody took the runs over, so they must not wait out their 30 s lease."""
+    store = MemoryStore()
+    attempts: list[tuple[int, int]] = []
+
+    async def slow(ctx: RunContext) -> None:
+        attempts.append((ctx.slot_ms, ctx.attempt))
+        if len(attempts) == 1:
+            await asyncio.sleep(30)
+
+    a = Scheduler(MemoryBackend(store), instance_id="a")
+    a.add("slow", "*/30 * * * * *", slow, jitter_ms=0, catch_up_ms=0)
+    await a.start()
+    # Run the job now on the fleet's behalf, as a scheduled slot would be (the next may be 30 s away).
+    runner = asyncio.ensure_future(a.run_now("slow"))
+    await _until(lambda: attempts, 3, "the run to start")
+    heartbeat = a._heartbeat
+    assert heartbeat is not None
+    await heartbeat.stop(leave=False)
+    await _until(lambda: runner.done(), LIVENESS_TTL_MS / 1000 + 2, "the lapse to stop the run")
+    assert await heartbeat.start(5)  # beats come back
+    await _until(lambda: len(attempts) >= 2, 5, "the hand-over and take-over of the given-up run")
+    assert attempts[1] == (attempts[0][0], 1), f"not the same run taken over as the same attempt: {attempts}"
+    await a.stop(grace_ms=500)
+
+
+def test_liveness_is_a_bool() -> None:
+    with pytest.raises(TypeError, match="liveness='no' must be True"):
+        Scheduler(MemoryBackend(), liveness="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_a_scheduler_without_liveness_keeps_no_heartbeat() -> None:
+    store = MemoryStore()
+    async with Scheduler(MemoryBackend(store), instance_id="quiet", liveness=False) as quiet:
+        assert quiet._heartbeat is None
+        assert store.beat("probe", 1000) == {}, "an instance without liveness wrote a heartbeat record"

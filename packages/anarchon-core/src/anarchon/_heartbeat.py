@@ -25,7 +25,9 @@ from collections.abc import Callable, Mapping
 
 from ._active import ActiveRuns
 from ._errortext import error_text
+from ._health import BackendHealth
 from ._keeper import lose_lease
+from .backend import Grant, LeaseBackend
 from .liveness import HEARTBEAT_MS, LIVENESS_TTL_MS, Heart
 from .observers import Observers
 
@@ -103,13 +105,30 @@ class Heartbeat:
                 loop.call_soon_threadsafe(wake.set)
         await asyncio.to_thread(thread.join, 5 + self._ttl_ms / 1000)
 
-    async def watch(self, active: ActiveRuns, observers: Observers, stopping: Callable[[], bool]) -> None:
-        """Stop every run this instance may no longer hold: after a lapse the fleet may have taken it over."""
+    async def watch(
+        self,
+        active: ActiveRuns,
+        backend: LeaseBackend,
+        observers: Observers,
+        health: BackendHealth,
+        stopping: Callable[[], bool],
+    ) -> None:
+        """Stop every run this instance may no longer hold: after a lapse the fleet may have taken it over.
+
+        Once beats are acknowledged again, those runs are handed over: nobody
+        else may have seen the record expired (a store that was down for
+        everyone), and without it they would wait out their lease, their
+        job's next slots skipped for overlap meanwhile.
+        """
         seen = self._state[1]
+        given_up: list[Grant] = []
         while not stopping():
             deadline, revived = self._state
             now = time.monotonic()
             if now <= deadline and revived == seen:
+                if given_up:
+                    grants, given_up = given_up, []
+                    await self._hand_over(backend, grants, health)
                 # Wake at the deadline at the latest: a beat acknowledged meanwhile moves it on.
                 await asyncio.sleep(min(deadline - now, self._period) + 0.001)
                 continue
@@ -117,8 +136,18 @@ class Heartbeat:
             for run in list(active.values()):
                 if not run.context.lease_lost and not self.held(run.sent):
                     lose_lease(run, "this instance's heartbeat lapsed, so the fleet may take the run over", observers)
+                    given_up.append(run.grant)
             if time.monotonic() > self._state[0]:
                 await asyncio.sleep(self._period)  # lapsed: look again after the next beat
+
+    @staticmethod
+    async def _hand_over(backend: LeaseBackend, grants: list[Grant], health: BackendHealth) -> None:
+        # Fenced by each grant's token: a run the fleet took over meanwhile answers False, unchanged.
+        for grant in grants:
+            try:
+                await backend.hand_over(grant)
+            except Exception as exc:  # its lease then bounds it, as before
+                health.failed("hand_over", exc)
 
     # -- the thread's side -----------------------------------------------------
 

@@ -85,7 +85,14 @@ class Scheduler:
         instance_id: str | None = None,
         plugins: Iterable[object] = (),
         clock: Clock | None = None,
+        liveness: bool = True,
     ) -> None:
+        if not isinstance(liveness, bool):
+            raise TypeError(f"liveness={liveness!r} must be True (the default) or False")
+        #: Keep a heartbeat where the backend offers one (see anarchon.liveness). Without it this
+        #: instance's runs survive a backend outage up to 0.9 x lease_ms, and wait for their lease
+        #: when it dies.
+        self.liveness = liveness
         self._plugins = PluginManager(plugins)
         self.backend = self._plugins.resolve(backend)
         self.instance_id = check_instance_id(instance_id) if instance_id is not None else default_instance_id()
@@ -260,7 +267,7 @@ class Scheduler:
 
     async def _start_heartbeat(self) -> None:
         """Beat once before the first claim: a run claimed without a record would wait out its lease if we died."""
-        heart = self.backend.heart() if isinstance(self.backend, LeaseBackend) else None
+        heart = self.backend.heart() if isinstance(self.backend, LeaseBackend) and self.liveness else None
         if heart is None:
             return
         beat = Heartbeat(heart, self.instance_id, on_dead=self._on_dead)
@@ -324,7 +331,11 @@ class Scheduler:
         )
         self._tasks.spawn(watch_loop(self._runner.active, self._runner.invoker, self._is_stopping))
         if self._heartbeat is not None:
-            self._tasks.spawn(self._heartbeat.watch(self._runner.active, self._observers, self._is_stopping))
+            assert isinstance(self.backend, LeaseBackend)
+            watch = self._heartbeat.watch(
+                self._runner.active, self.backend, self._observers, self._health, self._is_stopping
+            )
+            self._tasks.spawn(watch)
         log.info("anarchon started: instance %s, %d jobs, backend %r", self.instance_id, len(jobs), self.backend)
         self._observers.scheduler_started()
 
