@@ -16,12 +16,14 @@ import importlib.metadata
 from typing import Any
 
 from ._build import build_job
+from ._steer import TriggerTimeoutError
 from .backend import Backend, LeaseBackend
 from .background import SchedulerThread, start_in_background
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
 from .clock import Clock, SkewedClock, SystemClock
 from .context import JobFunc, RunContext
+from .control import PauseState, RunRequest
 from .distributions import FIRST_PARTY, install_hint
 from .errors import (
     AnarchonError,
@@ -29,6 +31,7 @@ from .errors import (
     BackendUnavailableError,
     InvalidJobError,
     JobNotFoundError,
+    UnsupportedOperationError,
     UnsupportedOptionError,
 )
 from .hookspecs import hookimpl
@@ -62,14 +65,18 @@ __all__ = [
     "MemoryBackend",
     "MemoryStore",
     "Outcome",
+    "PauseState",
     "Run",
     "RunContext",
     "RunId",
+    "RunRequest",
     "RunStatus",
     "Scheduler",
     "SchedulerThread",
     "SkewedClock",
     "SystemClock",
+    "TriggerTimeoutError",
+    "UnsupportedOperationError",
     "UnsupportedOptionError",
     "build_job",
     "hookimpl",

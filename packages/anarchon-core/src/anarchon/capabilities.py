@@ -26,6 +26,12 @@ class Capabilities:
     idempotent_claim: bool = True
     #: Instances in several OS processes (or hosts) can share the store.
     multi_process: bool = True
+    #: ``pause()``/``resume()`` across the fleet: the pause is stored with the job and the
+    #: backend records a paused job's slots ``paused`` (:meth:`Backend.claim_paused`).
+    pause: bool = False
+    #: ``trigger()``: a request to run a job once now, stored for every instance's control
+    #: poll to claim as a manual run (:meth:`Backend.request_run`).
+    trigger: bool = False
 
     @property
     def kind(self) -> str:

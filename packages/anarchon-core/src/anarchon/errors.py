@@ -7,7 +7,8 @@ The tree::
     │   └── UnsupportedOptionError          a lease-only option on a backend that only claims
     ├── BackendNotInstalledError (ImportError)   pip install the package it names
     ├── BackendUnavailableError (ConnectionError) start() could not reach the backend
-    └── JobNotFoundError (KeyError)          no job of that name on this scheduler
+    ├── JobNotFoundError (KeyError)          no job of that name on this scheduler
+    └── UnsupportedOperationError (NotImplementedError)  pause/trigger on a backend without the capability
 
 Each inherits the builtin a caller would already catch, so ``except ValueError``
 around ``add()`` keeps working.
@@ -21,6 +22,7 @@ __all__ = [
     "BackendUnavailableError",
     "InvalidJobError",
     "JobNotFoundError",
+    "UnsupportedOperationError",
     "UnsupportedOptionError",
 ]
 
@@ -59,3 +61,16 @@ class JobNotFoundError(AnarchonError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0]) if self.args else ""
+
+
+class UnsupportedOperationError(AnarchonError, NotImplementedError):
+    """A fleet operation (pause, resume, trigger) the backend cannot do.
+
+    The message names the operation, the capability it needs, the backend,
+    and the backends that have it.
+    """
+
+    def __init__(self, message: str, *, operation: str, capability: str) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.capability = capability
