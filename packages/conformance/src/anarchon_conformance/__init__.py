@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._base import SuiteBase
     from ._claim import ClaimTests
+    from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
     from ._fleet_tests import FleetTests
     from ._harness import BackendFactory, Conformance, Instance, eventually
     from ._history import HISTORY_SLACK, HistoryTests
@@ -44,12 +45,16 @@ __all__ = [
     "Instance",
     "LeaseTests",
     "OptionTests",
+    "PauseRefusalTests",
+    "PauseTests",
     "PlantForeignRecord",
     "ReferenceTests",
     "RobustnessTests",
     "SchedulerRobustnessTests",
     "SchedulerTests",
     "SuiteBase",
+    "TriggerRefusalTests",
+    "TriggerTests",
     "eventually",
     "finished_run",
     "free_port",
@@ -62,6 +67,10 @@ __all__ = [
 _HOME = {
     "SuiteBase": "_base",
     "ClaimTests": "_claim",
+    "PauseRefusalTests": "_control",
+    "PauseTests": "_control",
+    "TriggerRefusalTests": "_control",
+    "TriggerTests": "_control",
     "FleetTests": "_fleet_tests",
     "BackendFactory": "_harness",
     "Conformance": "_harness",

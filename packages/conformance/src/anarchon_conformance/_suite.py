@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._claim import ClaimTests
+from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
 from ._options import OptionTests
@@ -22,6 +23,10 @@ class BackendSuite(
     SchedulerTests,
     RobustnessTests,
     SchedulerRobustnessTests,
+    PauseTests,
+    PauseRefusalTests,
+    TriggerTests,
+    TriggerRefusalTests,
 ):
     """Every conformance test; each gated on the capabilities it needs.
 
