@@ -106,6 +106,7 @@ _MIGRATIONS = (
     _migration("migration_1.sql"),  # tables, indexes, history trim, claim and take-over functions
     _migration("migration_2.sql"),  # the claim function names the mark it found (o_previous_mark)
     _migration("migration_3.sql"),  # claim_batch: set-based batches, losers lock nothing; jobs fillfactor
+    _migration("migration_4.sql"),  # pauses, run requests, claim_paused (steering the fleet)
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
