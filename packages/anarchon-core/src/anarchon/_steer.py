@@ -68,11 +68,15 @@ class Steering:
             self._gate.learn(state)
         return state
 
-    async def pause_state(self, name: str) -> PauseState | None:
-        """The job's stored pause (ended ones too: ``until_ms`` set), ``None`` if never paused."""
-        check_job_name(name)
+    async def pauses(self) -> list[PauseState]:
+        """Every pause stored in the backend's namespace, ended ones too (``until_ms`` set), by job name."""
         async with self._connected() as backend:
-            return next((p for p in await backend.pauses() if p.job == name), None)
+            return await backend.pauses()
+
+    async def pause_state(self, name: str) -> PauseState | None:
+        """The job's stored pause (an ended one too: ``until_ms`` set), ``None`` if never paused."""
+        check_job_name(name)
+        return next((p for p in await self.pauses() if p.job == name), None)
 
     async def trigger(self, name: str) -> RunRequest:
         """Ask the fleet to run the job once now; returns the request at once.
@@ -91,7 +95,9 @@ class Steering:
         """Wait for the run a :meth:`trigger` became to finish, and return it.
 
         Raises :class:`TriggerTimeoutError` when no instance took it, or the
-        run had not ended, within ``timeout_s``.
+        run had not ended, within ``timeout_s``. A request no instance took
+        is then withdrawn, so it does not run when an instance starts later
+        (one that read it in that very moment still runs it).
         """
         deadline = time.monotonic() + timeout_s
         seen: Run | None = None
@@ -101,11 +107,14 @@ class Steering:
                 if run is not None and run.status.final:
                     return run
                 if time.monotonic() > deadline:
+                    if run is None:
+                        await backend.run_requests_done([request])
                     break
         what = (
             f"instance {seen.instance} took it and it is still {seen.status.value}"
             if seen is not None
-            else "no instance took it: is an instance with that job running on this backend and namespace?"
+            else "no instance took it, and the request is withdrawn: is an instance with that job running on "
+            "this backend and namespace?"
         )
         raise TriggerTimeoutError(
             f"trigger of {request.job!r} (slot {request.slot_ms}): no finished run after {timeout_s:g} s; {what}"
