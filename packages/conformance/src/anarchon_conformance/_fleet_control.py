@@ -88,7 +88,10 @@ class FleetControlTests:
         assert during == [], f"slots of job-00 ran more than one slot into the pause (or after the resume): {during}"
         assert any(r["slot"] > until for r in starts), "job-00 did not run after the resume"
         others = [r for r in ledger if r["e"] == "end" and r.get("job") == "job-01" and one_slot < r["slot"] <= until]
-        assert others, "job-01 (not paused) stopped running during job-00's pause"
+        assert others, (
+            f"job-01 (not paused) did not run during job-00's pause ({one_slot}..{until}); its runs: "
+            f"{[(r['e'], r['slot'], r['instance']) for r in ledger if r.get('job') == 'job-01']}"
+        )
         runs = _operate(fleet_backend, lambda s: s.history("job-00", limit=1000))
         paused = [r for r in runs if r.status is RunStatus.PAUSED]
         assert len(paused) >= 4, f"the paused slots are not in history as 'paused': {paused}"
