@@ -16,6 +16,7 @@ import importlib.metadata
 from typing import Any
 
 from ._build import build_job
+from ._steer import TriggerTimeoutError
 from .backend import Backend, LeaseBackend
 from .backfill import BackfillSummary
 from .background import SchedulerThread, start_in_background
@@ -23,6 +24,7 @@ from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
 from .clock import Clock, SkewedClock, SystemClock
 from .context import JobFunc, RunContext
+from .control import PauseState, RunRequest
 from .distributions import FIRST_PARTY, install_hint
 from .errors import (
     AnarchonError,
@@ -31,6 +33,7 @@ from .errors import (
     BackfillError,
     InvalidJobError,
     JobNotFoundError,
+    UnsupportedOperationError,
     UnsupportedOptionError,
 )
 from .hookspecs import hookimpl
@@ -69,14 +72,18 @@ __all__ = [
     "MemoryBackend",
     "MemoryStore",
     "Outcome",
+    "PauseState",
     "Run",
     "RunContext",
     "RunId",
+    "RunRequest",
     "RunStatus",
     "Scheduler",
     "SchedulerThread",
     "SkewedClock",
     "SystemClock",
+    "TriggerTimeoutError",
+    "UnsupportedOperationError",
     "UnsupportedOptionError",
     "build_job",
     "hookimpl",

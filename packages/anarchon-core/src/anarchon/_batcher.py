@@ -15,12 +15,13 @@ import os
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from ._collector import CollectionDeferred
 from ._health import BackendHealth
 from ._runlog import RunLog
 from ._tasks import Tasks
-from .backend import Backend, Claim, ClaimResult, Grant, Outcome
+from .backend import Capabilities, Claim, ClaimResult, Grant, Outcome
 from .clock import Clock
 from .job import Job
 from .observers import Observers
@@ -33,10 +34,19 @@ log = logging.getLogger("anarchon.claims")
 RETRY_MIN_S, RETRY_MAX_S = 0.2, 2.0
 
 
+class Claimer(Protocol):
+    """What the batcher needs of a backend: the backend itself, or the pause gate in front of it."""
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]: ...
+
+
 class ClaimBatcher:
     def __init__(
         self,
-        backend: Backend,
+        backend: Claimer,
         clock: Clock,
         instance_id: str,
         health: BackendHealth,
@@ -173,7 +183,8 @@ class ClaimBatcher:
         latency_ms = (time.monotonic() - sent) * 1000
         answers = Counter(r.outcome for r in results)
         won, lost = answers[Outcome.WON], answers[Outcome.LOST]
-        skipped, unknown = answers[Outcome.SKIPPED], answers[Outcome.UNKNOWN]
+        # A paused slot counts as skipped here: the hook's arguments stay as observers know them.
+        skipped, unknown = answers[Outcome.SKIPPED] + answers[Outcome.PAUSED], answers[Outcome.UNKNOWN]
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "claimed %d slot(s) in %.1f ms: %d won, %d lost, %d skipped, %d unknown (%s)",
@@ -194,6 +205,11 @@ class ClaimBatcher:
         elif result.outcome is Outcome.SKIPPED:
             self._runlog.skipped(job, slot_ms, self._instance_id)
             self._observers.slot_skipped(job, slot_ms, "overlap")
+        elif result.outcome is Outcome.PAUSED:
+            log.debug(
+                "job %s, slot %s: paused, not run", job.name, slot_ms, extra={"job": job.name, "slot_ms": slot_ms}
+            )
+            self._observers.slot_skipped(job, slot_ms, "paused")
         else:
             reason = "unknown" if result.outcome is Outcome.UNKNOWN else "lost"
             self._observers.claim_lost(job, slot_ms, reason)

@@ -68,6 +68,18 @@ lease — subclass :class:`LeaseBackend`
       A slot with a record answers ``LOST`` with that record (``record``), or,
       for a retry with the record's own token while running, ``WON`` again.
 
+Steering the fleet (optional, each behind a capability; see :mod:`anarchon.control`):
+
+    * ``capabilities.pause``: :meth:`~Backend.pause`, :meth:`~Backend.resume`,
+      :meth:`~Backend.pauses` store a job's pause; :meth:`~Backend.claim_paused`
+      decides the scheduled claims of a paused job: the slot is recorded once
+      with status ``paused`` and moves ``mark`` (not ``won``, not ``fencing``),
+      so a paused slot is decided, never "missed", and no catch-up runs it.
+    * ``capabilities.trigger``: :meth:`~Backend.request_run`,
+      :meth:`~Backend.run_requests`, :meth:`~Backend.run_requests_done` store
+      requests to run a job now; the instances claim each as a manual run of
+      the request's slot, which the lease rules above decide once.
+
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
 recover its connection by itself on a later call.
@@ -82,6 +94,8 @@ from typing import Any, ClassVar
 
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
+from .control import PauseState, RunRequest
+from .errors import UnsupportedOperationError
 from .job import Job
 from .liveness import Heart
 from .options import JobOptions, resolve_options
@@ -199,6 +213,62 @@ class Backend(abc.ABC):
     async def now_ms(self) -> int:
         """The backend's clock; the local clock where it has none."""
         return time.time_ns() // 1_000_000
+
+    # -- steering the fleet (capabilities.pause, capabilities.trigger) ----------------
+
+    def _unsupported(self, operation: str, capability: str) -> UnsupportedOperationError:
+        return UnsupportedOperationError(
+            f"{operation} needs a backend with the capability {capability!r}; backend {self.name!r} "
+            f"({self.capabilities.kind} tier) does not have it: it keeps no job state that every instance "
+            "reads before it claims. Use Redis, PostgreSQL or SQLite (or memory:// in one process) to "
+            f"{'pause and resume jobs' if capability == 'pause' else 'trigger runs'} across the fleet",
+            operation=operation,
+            capability=capability,
+        )
+
+    async def pause(self, job: str, *, reason: str | None = None, by: str | None = None) -> PauseState:
+        """Pause the job's scheduled slots on every instance, from the backend's now.
+
+        Pausing a paused job keeps its ``since_ms`` and replaces the reason.
+        """
+        raise self._unsupported("pause()", "pause")
+
+    async def resume(self, job: str, *, by: str | None = None) -> PauseState | None:
+        """End the job's pause at the backend's now; the pause as it ends, ``None`` if it was not paused.
+
+        The stored pause keeps its interval (``until_ms`` set), so slots due
+        during it stay paused.
+        """
+        raise self._unsupported("resume()", "pause")
+
+    async def pauses(self) -> list[PauseState]:
+        """Every stored pause of this namespace, ended ones included; the instances poll it."""
+        raise self._unsupported("pauses()", "pause")
+
+    async def claim_paused(self, claims: Sequence[Claim]) -> list[ClaimResult | None]:
+        """Decide scheduled claims of jobs the caller believes paused; answers line up with ``claims``.
+
+        ``None`` where the stored pause does not cover the slot (it never was,
+        or it was resumed before the slot): the caller claims it as usual.
+        Otherwise, in one atomic step per claim, as a scheduled claim but
+        never a grant: a record of the slot with the claim's token answers as
+        the first time; any other record, or a slot at or below ``mark``, is
+        ``LOST``; else the slot is recorded ``paused``, ``mark`` moves to it,
+        and the answer is ``PAUSED`` with that record.
+        """
+        raise self._unsupported("claim_paused()", "pause")
+
+    async def request_run(self, job: str, *, by: str | None = None) -> RunRequest:
+        """Store a request to run the job once now; its slot is the backend's now, unique per job."""
+        raise self._unsupported("trigger()", "trigger")
+
+    async def run_requests(self) -> list[RunRequest]:
+        """The requests not yet taken, oldest first; drops those older than ``REQUEST_TTL_MS``."""
+        raise self._unsupported("run_requests()", "trigger")
+
+    async def run_requests_done(self, requests: Sequence[RunRequest]) -> None:
+        """Forget requests whose manual claim was decided (won or lost: a record exists)."""
+        raise self._unsupported("run_requests_done()", "trigger")
 
 
 class LeaseBackend(Backend):

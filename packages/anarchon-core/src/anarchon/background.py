@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from .control import PauseState, RunRequest
 from .job import Job
 from .run import Run
 from .scheduler import Scheduler
@@ -134,6 +135,22 @@ class SchedulerThread:
         up on is cancelled and recorded so.
         """
         return self._submit(self.scheduler.run_now(name), "run_now()", timeout)
+
+    def pause(self, name: str, *, reason: str | None = None, timeout: float | None = DEFAULT_TIMEOUT_S) -> PauseState:
+        """Pause the job on every instance: :meth:`Scheduler.pause`."""
+        return self._submit(self.scheduler.pause(name, reason=reason), "pause()", timeout)
+
+    def resume(self, name: str, *, timeout: float | None = DEFAULT_TIMEOUT_S) -> PauseState | None:
+        """End the job's pause: :meth:`Scheduler.resume`."""
+        return self._submit(self.scheduler.resume(name), "resume()", timeout)
+
+    def trigger(self, name: str, *, timeout: float | None = DEFAULT_TIMEOUT_S) -> RunRequest:
+        """Ask the fleet to run the job once now: :meth:`Scheduler.trigger`."""
+        return self._submit(self.scheduler.trigger(name), "trigger()", timeout)
+
+    def trigger_result(self, request: RunRequest, *, timeout_s: float = 60.0) -> Run:
+        """Wait for the run a trigger became: :meth:`Scheduler.trigger_result`."""
+        return self._submit(self.scheduler.trigger_result(request, timeout_s=timeout_s), "trigger_result()", None)
 
     def call(self, func: Callable[[], T], *, timeout: float | None = DEFAULT_TIMEOUT_S) -> T:
         """Call ``func`` on the scheduler's loop and return its result (for what has no method here)."""

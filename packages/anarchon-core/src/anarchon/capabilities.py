@@ -30,6 +30,12 @@ class Capabilities:
     #: whose owner's heartbeat expired is taken over at once, not at its lease.
     liveness: bool = False
     backfill: bool = False  #: LeaseBackend.backfill(): past slots run once, at most, across fleet and backfills.
+    #: ``pause()``/``resume()`` across the fleet: the pause is stored with the job and the
+    #: backend records a paused job's slots ``paused`` (:meth:`Backend.claim_paused`).
+    pause: bool = False
+    #: ``trigger()``: a request to run a job once now, stored for every instance's control
+    #: poll to claim as a manual run (:meth:`Backend.request_run`).
+    trigger: bool = False
 
     @property
     def kind(self) -> str:

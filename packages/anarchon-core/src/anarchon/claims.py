@@ -19,6 +19,7 @@ class Outcome(str, enum.Enum):
     LOST = "lost"  # another instance has it, or the slot is older than the mark
     SKIPPED = "skipped"  # overlap: the previous run still holds the lease
     UNKNOWN = "unknown"  # the answer was lost: treat as lost, never run twice
+    PAUSED = "paused"  # the job is paused: the slot is recorded ``paused`` (once) and not run
 
     def __str__(self) -> str:
         return self.value

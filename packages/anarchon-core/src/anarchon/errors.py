@@ -8,7 +8,8 @@ The tree::
     ├── BackendNotInstalledError (ImportError)   pip install the package it names
     ├── BackendUnavailableError (ConnectionError) start() could not reach the backend
     ├── JobNotFoundError (KeyError)          no job of that name on this scheduler
-    └── BackfillError (ValueError)           a backfill that cannot be done as asked
+    ├── BackfillError (ValueError)           a backfill that cannot be done as asked
+    └── UnsupportedOperationError (NotImplementedError)  pause/trigger on a backend without the capability
 
 Each inherits the builtin a caller would already catch, so ``except ValueError``
 around ``add()`` keeps working.
@@ -23,6 +24,7 @@ __all__ = [
     "BackfillError",
     "InvalidJobError",
     "JobNotFoundError",
+    "UnsupportedOperationError",
     "UnsupportedOptionError",
 ]
 
@@ -72,3 +74,16 @@ class BackfillError(AnarchonError, ValueError):
     def __init__(self, message: str, *, option: str | None = None) -> None:
         super().__init__(message)
         self.option = option
+
+
+class UnsupportedOperationError(AnarchonError, NotImplementedError):
+    """A fleet operation (pause, resume, trigger) the backend cannot do.
+
+    The message names the operation, the capability it needs, the backend,
+    and the backends that have it.
+    """
+
+    def __init__(self, message: str, *, operation: str, capability: str) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.capability = capability

@@ -138,8 +138,9 @@ def anarchon_claims_decided(
 def anarchon_slot_skipped(scheduler: Scheduler, job: Job, slot_ms: int, reason: str) -> None:
     """A slot was not run by this instance and will not be run by any.
 
-    :param reason: ``"overlap"`` (the previous run still held the lease) or
-        ``"late"`` (this instance reached the claim after ``max_late_ms``).
+    :param reason: ``"overlap"`` (the previous run still held the lease),
+        ``"late"`` (this instance reached the claim after ``max_late_ms``) or
+        ``"paused"`` (the job is paused: the slot is recorded ``paused``).
     """
 
 

@@ -17,7 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from ._memory_control import MemoryControl
 from .backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
+from .control import PauseState, RunRequest
 from .liveness import RETAIN_DEAD_MS, Beat, Heart
 from .options import check_history_limit
 from .run import Run, RunStatus, ms_to_datetime
@@ -91,6 +93,8 @@ class MemoryStore:
         self._books: dict[str, _Book] = {}
         #: Heartbeat records: instance -> alive until (store clock, ms).
         self._alive: dict[str, int] = {}
+        #: Pauses and run requests, under the same lock (``_memory_control``).
+        self.control = MemoryControl(self)
 
     def _book(self, job: str) -> _Book:
         book = self._books.get(job)
@@ -333,7 +337,7 @@ class MemoryBackend(LeaseBackend):
     name: ClassVar[str] = "memory"
     url_schemes: ClassVar[tuple[str, ...]] = ("memory",)
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, multi_process=False, liveness=True, backfill=True
+        lease=True, history_ttl=True, multi_process=False, liveness=True, backfill=True, pause=True, trigger=True
     )
 
     def __init__(self, store: MemoryStore | None = None) -> None:
@@ -378,6 +382,29 @@ class MemoryBackend(LeaseBackend):
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         return {job.name: self.store.mark(job.name) for job in jobs}
+
+    # -- steering the fleet: the store's MemoryControl -------------------------------
+
+    async def pause(self, job: str, *, reason: str | None = None, by: str | None = None) -> PauseState:
+        return self.store.control.pause(job, reason, by)
+
+    async def resume(self, job: str, *, by: str | None = None) -> PauseState | None:
+        return self.store.control.resume(job)
+
+    async def pauses(self) -> list[PauseState]:
+        return self.store.control.pauses()
+
+    async def claim_paused(self, claims: Sequence[Claim]) -> list[ClaimResult | None]:
+        return [self.store.control.claim_paused(c) for c in claims]
+
+    async def request_run(self, job: str, *, by: str | None = None) -> RunRequest:
+        return self.store.control.request_run(job, by)
+
+    async def run_requests(self) -> list[RunRequest]:
+        return self.store.control.run_requests()
+
+    async def run_requests_done(self, requests: Sequence[RunRequest]) -> None:
+        self.store.control.run_requests_done(requests)
 
     def heart(self) -> Heart:
         return _MemoryHeart(self.store)

@@ -21,6 +21,8 @@ class RunStatus(str, enum.Enum):
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
     ABANDONED = "abandoned"
+    #: The job was paused (``Scheduler.pause``) when this slot was claimed: not run, recorded once.
+    PAUSED = "paused"
 
     def __str__(self) -> str:
         return self.value

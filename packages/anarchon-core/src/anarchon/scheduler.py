@@ -30,15 +30,18 @@ from ._active import ActiveRuns
 from ._backfill import Progress, run_backfill
 from ._batcher import ClaimBatcher
 from ._build import build_job
+from ._control_loop import ControlLoop
 from ._health import BackendHealth, error_text
 from ._heartbeat import Heartbeat
 from ._identity import check_instance_id, default_instance_id
 from ._keeper import LeaseKeeper
+from ._pausegate import PauseGate
 from ._recovery import Recovery
 from ._registry import JobRegistry
 from ._runner import RunExecutor
 from ._serve import serve
 from ._skew import watch_skew
+from ._steer import Steering
 from ._tasks import Tasks
 from ._timer import SlotTimer
 from ._watchdog import watch_loop
@@ -69,7 +72,7 @@ CONNECT_BACKOFF_MIN_S, CONNECT_BACKOFF_MAX_S = 0.2, 30.0
 FIRST_BEAT_TIMEOUT_S = 10.0
 
 
-class Scheduler:
+class Scheduler(Steering):
     """Runs each slot of each job on exactly one instance.
 
     ``backend`` is a :class:`~anarchon.backend.Backend`, a URL whose scheme
@@ -119,8 +122,10 @@ class Scheduler:
         self._keeper = LeaseKeeper(leases, active, self._health, observers, self._tasks) if leases is not None else None
         self._runner = RunExecutor(backend, clock, instance, self._health, self._observers, self._keeper, active)
         run = self._runner.execute
+        #: The batcher claims through the pause gate: a paused job's slots are recorded paused.
+        self._gate = PauseGate(backend)
         self._batcher = ClaimBatcher(
-            backend,
+            self._gate,
             clock,
             instance,
             self._health,
@@ -139,6 +144,10 @@ class Scheduler:
             on_due=self._batcher.submit_due,
         )
         self._heartbeat: Heartbeat | None = None
+        self._control = ControlLoop(
+            backend, self._gate, self._registry, self._health, self._tasks, self._batcher, instance,
+            run=run, stopping=self._is_stopping,
+        )  # fmt: skip
         self._recovery = (
             Recovery(
                 leases,
@@ -319,6 +328,10 @@ class Scheduler:
     async def _begin(self) -> None:
         """Schedule every job: the timer, and on a lease backend catch-up and take-over."""
         jobs = self._registry.all()
+        caps = self.backend.capabilities
+        if caps.pause or caps.trigger:
+            await self._control.refresh_pauses()  # before the first claim: a restart never runs a paused slot
+            self._tasks.spawn(self._control.run_forever())
         self._batcher.start()
         self._timer.start(jobs, self.clock.now_ms())
         self._ready = True

@@ -110,6 +110,7 @@ _MIGRATIONS = (
     _migration("migration_2.sql"),  # the claim function names the mark it found (o_previous_mark)
     _migration("migration_3.sql"),  # claim_batch: set-based batches, losers lock nothing; jobs fillfactor
     _migration("migration_4.sql"),  # instances (heartbeats); a dead owner's runs count as expired
+    _migration("migration_5.sql"),  # pauses, run requests, claim_paused (steering the fleet)
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

@@ -20,6 +20,7 @@ from anarchon.options import check_history_limit
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
 from ._backfill import BackfillStatements, backfill_one
+from ._control import ControlMixin
 from ._heart import PostgresHeart
 from ._replication import asynchronous_standbys
 from ._schema import (
@@ -139,7 +140,7 @@ def _claim_args(c: Claim) -> tuple[Any, ...]:
     )
 
 
-class PostgresBackend(LeaseBackend):
+class PostgresBackend(ControlMixin, LeaseBackend):
     """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
 
     Each claim, take-over, renewal and finish is one statement calling a
@@ -159,7 +160,14 @@ class PostgresBackend(LeaseBackend):
     name: ClassVar[str] = "postgres"
     url_schemes: ClassVar[tuple[str, ...]] = ("postgresql", "postgres")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=True, multi_process=True, liveness=True, backfill=True
+        lease=True,
+        history_ttl=True,
+        server_clock=True,
+        multi_process=True,
+        liveness=True,
+        backfill=True,
+        pause=True,
+        trigger=True,
     )
 
     def __init__(

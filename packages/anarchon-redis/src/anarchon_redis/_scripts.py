@@ -31,12 +31,17 @@ from importlib.resources import files
 
 __all__ = [
     "CLAIM",
+    "CLAIM_PAUSED",
     "DUE",
     "FINISH",
     "HAND_OVER",
     "HISTORY",
+    "PAUSE",
     "PEEK",
     "RENEW",
+    "REQUEST",
+    "REQUESTS",
+    "RESUME",
     "SETTLE",
     "TAKE_OVER",
     "TOUCH",
@@ -80,3 +85,8 @@ DUE = load("due", "now_ms", "num")
 PEEK = load("peek")
 TOUCH = load("touch", "now_ms", "num")
 SETTLE = load("settle")
+CLAIM_PAUSED = load("claim_paused", "now_ms", "num", "drop_if_done", "trim", "decode")
+PAUSE = load("pause", "now_ms", "num")
+RESUME = load("resume", "now_ms", "num")
+REQUEST = load("request", "now_ms", "num")
+REQUESTS = load("requests", "now_ms", "num")

@@ -44,6 +44,7 @@ from anarchon.urls import redact_url
 from . import _replicas
 from . import _scripts as S
 from ._backfill import backfill_call, backfill_result
+from ._control import ControlMixin
 from ._keys import Keyspace, check_prefix, run_id
 from ._records import final_record, grant_of, history_run, run_of, text
 from ._url import read_redis_url
@@ -135,7 +136,7 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-class RedisBackend(LeaseBackend):
+class RedisBackend(ControlMixin, LeaseBackend):
     """Lease backend on Redis >= 6.2 or Redis Cluster (``redis://``, ``rediss://``).
 
     ``url`` is used only when no ``client`` is given; a passed-in client
@@ -154,7 +155,7 @@ class RedisBackend(LeaseBackend):
     name: ClassVar[str] = "redis"
     url_schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=True, multi_process=True, backfill=True
+        lease=True, history_ttl=True, server_clock=True, multi_process=True, backfill=True, pause=True, trigger=True
     )
 
     def __init__(

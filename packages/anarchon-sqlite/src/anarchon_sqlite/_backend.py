@@ -14,11 +14,12 @@ from urllib.parse import unquote, urlsplit
 import aiosqlite
 
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend
+from anarchon.control import PauseState, RunRequest
 from anarchon.options import check_history_limit
 from anarchon.run import Run
 from anarchon.urls import integer, read_url_options
 
-from . import _store
+from . import _control, _store
 from ._backfill import backfill as backfill_claims
 from ._errors import DatabaseFileError
 from ._heart import SQLiteHeart
@@ -69,7 +70,14 @@ class SQLiteBackend(LeaseBackend):
     name: ClassVar[str] = "sqlite"
     url_schemes: ClassVar[tuple[str, ...]] = ("sqlite",)
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=False, multi_process=True, liveness=True, backfill=True
+        lease=True,
+        history_ttl=True,
+        server_clock=False,
+        multi_process=True,
+        liveness=True,
+        backfill=True,
+        pause=True,
+        trigger=True,
     )
 
     def __init__(
@@ -177,9 +185,7 @@ class SQLiteBackend(LeaseBackend):
             await asyncio.to_thread(conn._thread.join, 5.0)
             raise self._unopenable(exc) from exc
         try:
-            await _on_thread(
-                conn, lambda raw: open_store(raw, self.path, self.synchronous, self.busy_timeout_ms / 1000)
-            )
+            await _on_thread(conn, lambda raw: self._open_store(raw))
         except sqlite3.OperationalError as exc:
             await conn.close()
             if is_busy(exc):
@@ -190,6 +196,10 @@ class SQLiteBackend(LeaseBackend):
             raise
         self._conn = conn
         self._broken = False
+
+    def _open_store(self, raw: sqlite3.Connection) -> None:
+        open_store(raw, self.path, self.synchronous, self.busy_timeout_ms / 1000)
+        _control.ensure_tables(raw)
 
     def _unopenable(self, exc: sqlite3.Error) -> DatabaseFileError:
         return DatabaseFileError(
@@ -278,3 +288,30 @@ class SQLiteBackend(LeaseBackend):
         if not claims:
             return []
         return await self._write(backfill_claims(claims))
+
+    # -- steering the fleet (anarchon_sqlite._control) ---------------------------------
+
+    async def pause(self, job: str, *, reason: str | None = None, by: str | None = None) -> PauseState:
+        return await self._write(_control.pause(job, reason, by))
+
+    async def resume(self, job: str, *, by: str | None = None) -> PauseState | None:
+        return await self._write(_control.resume(job))
+
+    async def pauses(self) -> list[PauseState]:
+        return await self._call(_control.pauses)
+
+    async def claim_paused(self, claims: Sequence[Claim]) -> list[ClaimResult | None]:
+        if not claims:
+            return []
+        return await self._write(_control.claim_paused(claims))
+
+    async def request_run(self, job: str, *, by: str | None = None) -> RunRequest:
+        return await self._write(_control.request_run(job, by))
+
+    async def run_requests(self) -> list[RunRequest]:
+        now = self._clock()
+        return await self._call(lambda conn: _control.run_requests(conn, now))
+
+    async def run_requests_done(self, requests: Sequence[RunRequest]) -> None:
+        if requests:
+            await self._write(_control.run_requests_done(requests))

@@ -69,7 +69,7 @@ def figures(runs: Sequence[Run]) -> Figures:
         datetime_to_ms(r.started_at) - r.slot_ms
         for r in runs
         if r.started_at is not None and r.attempt == 1 and not r.manual and not r.catch_up
-        and r.status is not RunStatus.SKIPPED
+        and r.status not in (RunStatus.SKIPPED, RunStatus.PAUSED)
     ]  # fmt: skip
     statuses: dict[str, int] = {}
     for r in runs:

@@ -36,6 +36,7 @@ OUTCOMES: dict[str, str] = {
     "failed": "failed",
     "timed-out": "timed out",
     "skipped": "skipped for overlap",
+    "paused": "paused (the job was paused)",
     "running": "running",
     "cancelled": "cancelled",
     "abandoned": "abandoned",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._backfill import BackfillRefusalTests, BackfillTests
     from ._base import SuiteBase
     from ._claim import ClaimTests
+    from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
     from ._fleet_tests import FleetTests
     from ._harness import BackendFactory, Conformance, Instance, eventually
     from ._history import HISTORY_SLACK, HistoryTests
@@ -47,12 +48,16 @@ __all__ = [
     "Instance",
     "LeaseTests",
     "OptionTests",
+    "PauseRefusalTests",
+    "PauseTests",
     "PlantForeignRecord",
     "ReferenceTests",
     "RobustnessTests",
     "SchedulerRobustnessTests",
     "SchedulerTests",
     "SuiteBase",
+    "TriggerRefusalTests",
+    "TriggerTests",
     "eventually",
     "finished_run",
     "free_port",
@@ -67,6 +72,10 @@ _HOME = {
     "BackfillTests": "_backfill",
     "BackfillRefusalTests": "_backfill",
     "ClaimTests": "_claim",
+    "PauseRefusalTests": "_control",
+    "PauseTests": "_control",
+    "TriggerRefusalTests": "_control",
+    "TriggerTests": "_control",
     "FleetTests": "_fleet_tests",
     "BackendFactory": "_harness",
     "Conformance": "_harness",

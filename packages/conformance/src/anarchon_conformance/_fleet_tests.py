@@ -30,6 +30,7 @@ from anarchon.run import RunStatus, ms_to_datetime
 from anarchon.urls import url_scheme
 
 from ._base import SuiteBase
+from ._fleet_control import FleetControlTests
 from ._requires import requires, unmet_requirement
 from .fleet import Fleet, assert_every_slot_once, build_backend
 
@@ -52,7 +53,7 @@ def _backend_class(spec: dict[str, Any]) -> type[Backend]:
 
 
 @pytest.mark.slow
-class FleetTests(SuiteBase):
+class FleetTests(FleetControlTests, SuiteBase):
     """Every slot once across processes; after ``kill -9``, a take-over on lease backends, a lost run on claim ones."""
 
     @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._backfill import BackfillRefusalTests, BackfillTests
 from ._claim import ClaimTests
+from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
 from ._liveness import LivenessTests
@@ -27,6 +28,10 @@ class BackendSuite(
     SchedulerRobustnessTests,
     BackfillTests,
     BackfillRefusalTests,
+    PauseTests,
+    PauseRefusalTests,
+    TriggerTests,
+    TriggerRefusalTests,
 ):
     """Every conformance test; each gated on the capabilities it needs.
 

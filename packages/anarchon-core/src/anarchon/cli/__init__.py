@@ -2,7 +2,8 @@
 
 One module per kind of command: :mod:`._read` (``jobs``, ``history``,
 ``backends``), :mod:`._check` (the readiness gate), :mod:`._run` (``run``,
-``run-now``), :mod:`._backfill`, :mod:`._migrate`. Built on :mod:`argparse`, so the core needs no
+``run-now``), :mod:`._backfill`, :mod:`._control` (``pause``, ``resume``, ``pauses``,
+``trigger``), :mod:`._migrate`. Built on :mod:`argparse`, so the core needs no
 dependency for it; every read command takes ``--json`` for scripts.
 
 Exit status: 0 done, 1 a check, a run or the backend failed (the reason is
@@ -20,6 +21,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import AnarchonError, BackendUnavailableError
+from . import _control
 from ._backfill import backfill, parse_moment
 from ._check import check
 from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
@@ -99,8 +101,8 @@ def _parser() -> argparse.ArgumentParser:
         "run-now",
         "run a job once now, in this process",
         "Run a job once now, in this process, through the backend (recorded as manual) and print the run. "
-        "This process is the instance that runs it: the running fleet is not asked to. Exits 1 when the run "
-        "did not succeed.",
+        "This process is the instance that runs it, with this shell's environment: the running fleet is not "
+        "asked to (for that, use 'anarchon trigger'). Exits 1 when the run did not succeed.",
     )
     p.add_argument("target", metavar="module:attr", help=TARGET_HELP)
     p.add_argument("job", metavar="JOB", help="the job's name")
@@ -173,6 +175,12 @@ def _parser() -> argparse.ArgumentParser:
     backend_option(p)
     p.add_argument("--sql", action="store_true", help="print the SQL that would be applied; change nothing")
 
+    def backend_and_json(p: argparse.ArgumentParser) -> None:
+        backend_option(p)
+        json_option(p)
+
+    _control.register(command, TARGET_HELP, backend_and_json)
+
     p = command("backends", "list installed backends: schemes, kind (lease or claim), capabilities")
     json_option(p)
     return parser
@@ -197,6 +205,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
     "check": check,
     "migrate": migrate,
     "backends": backends,
+    **_control.COMMANDS,
 }
 
 

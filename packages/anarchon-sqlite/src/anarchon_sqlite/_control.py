@@ -1,0 +1,152 @@
+"""Pauses and run requests in the SQLite file: two tables beside the job's book.
+
+``anarchon_pauses`` holds one row per job ever paused (``until_ms`` NULL while
+the pause lasts) and ``anarchon_requests`` the run requests not yet taken.
+Both are created when a file is opened, if missing (``CREATE TABLE IF NOT
+EXISTS`` under the write lock), so files of schema version 1 gain them
+without a migration and releases without them ignore them. A paused claim is
+one ``BEGIN IMMEDIATE`` transaction, as every claim is, so it is decided once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from anarchon.backend import Claim, ClaimResult, Outcome
+from anarchon.control import REQUEST_TTL_MS, PauseState, RunRequest, paused_run
+from anarchon.run import RunStatus
+
+from . import _store
+
+__all__ = [
+    "claim_paused",
+    "ensure_tables",
+    "pause",
+    "pauses",
+    "request_run",
+    "resume",
+    "run_requests",
+    "run_requests_done",
+]
+
+_TABLES = {
+    "anarchon_pauses": "CREATE TABLE IF NOT EXISTS anarchon_pauses ("
+    "job TEXT PRIMARY KEY, since_ms INTEGER NOT NULL, until_ms INTEGER, reason TEXT, paused_by TEXT)",
+    "anarchon_requests": "CREATE TABLE IF NOT EXISTS anarchon_requests ("
+    "job TEXT NOT NULL, slot_ms INTEGER NOT NULL, requested_by TEXT, PRIMARY KEY (job, slot_ms)) WITHOUT ROWID",
+}
+
+
+def ensure_tables(conn: sqlite3.Connection) -> None:
+    """Create the two tables when missing; a file that has them is only read."""
+    have = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if all(name in have for name in _TABLES):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _TABLES.values():
+            conn.execute(statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _state(row: tuple[str, int, int | None, str | None, str | None]) -> PauseState:
+    return PauseState(job=row[0], since_ms=row[1], until_ms=row[2], reason=row[3], by=row[4])
+
+
+_SELECT_PAUSE = "SELECT job, since_ms, until_ms, reason, paused_by FROM anarchon_pauses WHERE job = ?"
+
+
+def pause(job: str, reason: str | None, by: str | None) -> _store.Body[PauseState]:
+    def body(conn: sqlite3.Connection, now: int) -> PauseState:
+        old = conn.execute(_SELECT_PAUSE, (job,)).fetchone()
+        since = old[1] if old is not None and old[2] is None else now
+        conn.execute(
+            "INSERT OR REPLACE INTO anarchon_pauses (job, since_ms, until_ms, reason, paused_by) "
+            "VALUES (?, ?, NULL, ?, ?)",
+            (job, since, reason, by),
+        )
+        return PauseState(job, since, None, reason, by)
+
+    return body
+
+
+def resume(job: str) -> _store.Body[PauseState | None]:
+    def body(conn: sqlite3.Connection, now: int) -> PauseState | None:
+        old = conn.execute(_SELECT_PAUSE, (job,)).fetchone()
+        if old is None or old[2] is not None:
+            return None
+        until = max(old[1], now)
+        conn.execute("UPDATE anarchon_pauses SET until_ms = ? WHERE job = ?", (until, job))
+        return _state((old[0], old[1], until, old[3], old[4]))
+
+    return body
+
+
+def pauses(conn: sqlite3.Connection) -> list[PauseState]:
+    rows = conn.execute("SELECT job, since_ms, until_ms, reason, paused_by FROM anarchon_pauses ORDER BY job")
+    return [_state(row) for row in rows]
+
+
+def _claim_paused(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult | None:
+    found = conn.execute(_SELECT_PAUSE, (c.job,)).fetchone()
+    if c.manual or found is None or not _state(found).covers(c.slot_ms):
+        return None
+    existing = conn.execute(_store._SELECT_RUN, (c.job, c.slot_ms, 0)).fetchone()
+    if existing is not None:
+        if existing[13] == c.token and existing[3] == RunStatus.PAUSED.value:
+            return ClaimResult(Outcome.PAUSED, record=_store._run(existing))
+        return ClaimResult(Outcome.LOST)
+    conn.execute("INSERT OR IGNORE INTO anarchon_jobs (job) VALUES (?)", (c.job,))
+    mark, kept = conn.execute("SELECT mark, kept FROM anarchon_jobs WHERE job = ?", (c.job,)).fetchone()
+    if mark is not None and c.slot_ms <= mark:
+        return ClaimResult(Outcome.LOST)
+    record = paused_run(c)
+    started_us = c.now_ms * 1000
+    row = (
+        c.job, c.slot_ms, 0, RunStatus.PAUSED.value, c.instance, 1, None, int(c.catch_up), c.missed,
+        started_us, started_us, 0, None, c.token, c.options.lease_ms, now, 0,
+    )  # fmt: skip
+    conn.execute(_store._INSERT_RUN, row)
+    kept = _store._trim(conn, c.spec, kept + 1, now)
+    conn.execute("UPDATE anarchon_jobs SET mark = ?, kept = ? WHERE job = ?", (c.slot_ms, kept, c.job))
+    return ClaimResult(Outcome.PAUSED, record=record)
+
+
+def claim_paused(claims: Sequence[Claim]) -> _store.Body[list[ClaimResult | None]]:
+    return lambda conn, now: [_claim_paused(conn, c, now) for c in claims]
+
+
+def request_run(job: str, by: str | None) -> _store.Body[RunRequest]:
+    def body(conn: sqlite3.Connection, now: int) -> RunRequest:
+        conn.execute("DELETE FROM anarchon_requests WHERE slot_ms < ?", (now - REQUEST_TTL_MS,))
+        slot = now
+        while conn.execute("SELECT 1 FROM anarchon_requests WHERE job = ? AND slot_ms = ?", (job, slot)).fetchone():
+            slot += 1
+        conn.execute("INSERT INTO anarchon_requests (job, slot_ms, requested_by) VALUES (?, ?, ?)", (job, slot, by))
+        return RunRequest(job, slot, by)
+
+    return body
+
+
+def run_requests(conn: sqlite3.Connection, now: int) -> list[RunRequest]:
+    """A read, no write lock: every instance polls it. Expired requests are deleted by the writes."""
+    rows = conn.execute(
+        "SELECT job, slot_ms, requested_by FROM anarchon_requests WHERE slot_ms >= ? ORDER BY slot_ms, job",
+        (now - REQUEST_TTL_MS,),
+    )
+    return [RunRequest(job, slot, by) for job, slot, by in rows]
+
+
+def run_requests_done(requests: Sequence[RunRequest]) -> _store.Body[None]:
+    def body(conn: sqlite3.Connection, now: int) -> None:
+        conn.execute("DELETE FROM anarchon_requests WHERE slot_ms < ?", (now - REQUEST_TTL_MS,))
+        conn.executemany(
+            "DELETE FROM anarchon_requests WHERE job = ? AND slot_ms = ?", [(r.job, r.slot_ms) for r in requests]
+        )
+
+    return body
