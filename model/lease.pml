@@ -9,9 +9,16 @@
  *   due on the instance's clock, the keeper (renewal, local lease deadline
  *   with a safety margin), the stale-grant check of _execute, finish with
  *   retries, the take-over poll, degraded mode and _recover's catch-up.
- * HB=1 adds issue 16's instance heartbeat: a run whose owner's heartbeat is
- *   gone (on the store's clock) counts as expired for take-over, for the
- *   abandon-older step of a claim and for the overlap skip.
+ * HB=1 adds issue 16's instance heartbeat (anarchon/liveness.py): each
+ *   instance upserts alive_until = now + H every tick (a beat after expiry
+ *   revives the record); a run whose owner's record expired counts as expired
+ *   for take-over, for the abandon-older step of a claim and for the overlap
+ *   skip; the owner presumes its runs lost at sent + H - 1 of its last
+ *   acknowledged beat (HBSF) and starts no grant whose call was sent before
+ *   the last revival (HBREV). OUTAGES: beats that fail for a while, then
+ *   succeed. CLUSTER=1: the store judges owners by the caller's dead list
+ *   ((instance, alive_until_seen) from its latest beat) and the run's last
+ *   grant or renewal. HBHAND=1: finding 3's fix (README).
  *
  * Time is ticks of the store's clock (now). Instance i's wall clock reads
  * now + off[i] - SKEW (off chosen once, 0..2*SKEW); durations (leases) are
