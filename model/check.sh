@@ -35,6 +35,7 @@ cur-loss-skew      | pass | safety | -DHB=0 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 
 cur-live-fixed     | pass | live   | -DHB=0 -DFIX_FIRST=1 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=1
 hb-live-revive     | pass | live   | -DHB=1 -DFIX_FIRST=1 -DOUTAGES=1 -DOUTLEN=4 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=0 -DSKEW=0
 hb-live-cluster    | pass | live   | -DHB=1 -DCLUSTER=1 -DFIX_FIRST=1 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=0
+hb-live-lapse-deg  | pass | live   | -DHB=1 -DHBDEG=1 -DFIX_FIRST=1 -DOUTAGES=1 -DOUTLEN=4 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=0 -DSKEW=0
 finding-hb-outage  | fail | live   | -DHB=1 -DFIX_FIRST=1 -DOUTAGES=1 -DOUTLEN=0 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=0 -DSKEW=0
 finding-first-slot | fail | live   | -DHB=0 -DFIX_FIRST=0 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=0
 design-hb-no-fence | fail | safety | -DHB=1 -DHBSF=0 -DJOBT=4 -DN=2 -DNS=2 -DCRASHES=0 -DLOSSES=0 -DDELAYS=1 -DSKEW=0

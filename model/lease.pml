@@ -89,6 +89,9 @@
 #ifndef HBHAND
 #define HBHAND 0       /* HB: a run given up at a heartbeat lapse is handed over (README, finding 3) */
 #endif
+#ifndef HBDEG
+#define HBDEG 0        /* HB: a lapsed heartbeat pauses claims and take-overs, recovery after it (README, finding 4) */
+#endif
 #ifndef FIX_FIRST
 #define FIX_FIRST 0    /* 1: catch-up of a job with no mark starts at the first slot tried (README, finding 1) */
 #endif
@@ -141,6 +144,7 @@
 #define R_MARKS 1
 #define R_TAKE 2
 #define R_CATCH 3      /* the catch-up claim, once the call a take-over grant made (a hand-over) is answered */
+#define R_LAPSE 4      /* HBDEG: the heartbeat lapsed: no claims, no take-over polls until a beat is acknowledged */
 
 byte now = 0;
 
@@ -215,7 +219,7 @@ bool polled[N];
 #define LATE(i) (nextk[i] < NS && LOCAL(i) >= T(nextk[i]) + JIT)
 #define URGENT(i) (alive[i] && ( \
      (LATE(i) && (rq[i] == Q_NONE || !CLAIMABLE(i))) \
-  || (rq[i] == Q_NONE && (recov[i] != 0 || (rbel[i] && rnew[i] <= now) || rret[i] || (!polled[i] && TAKEABLE(i)))) \
+  || (rq[i] == Q_NONE && ((recov[i] != 0 && recov[i] != R_LAPSE) || (rbel[i] && rnew[i] <= now) || rret[i] || (!polled[i] && recov[i] != R_LAPSE && TAKEABLE(i)))) \
   || (rq[i] != Q_NONE && !rqdel[i]) \
   || (HBHAND && rq[i] == Q_NONE && hgs[i] != NONE) \
   || (HB && !hbph[i] && !hbdone[i]) \
@@ -522,6 +526,7 @@ inline heartbeat(i) {
      :: losses < LOSSES -> losses++                                    /* its answer lost */
      :: true ->
         if :: now >= hbdl[i] && rq[i] != Q_NONE -> rqold[i] = 1 :: else fi;
+        if :: HBDEG && recov[i] == R_LAPSE -> recov[i] = R_MARKS :: else fi;   /* revived: recover */
         if :: hbsent[i] + H - 1 > hbdl[i] -> hbdl[i] = hbsent[i] + H - 1 :: else fi;
 #if CLUSTER
         for (j : 0 .. N - 1) {
@@ -551,7 +556,9 @@ proctype Instance(byte i) {
   }
 end:
   do
-  :: atomic { alive[i] && !stopping[i] && DUE(i) && !CLAIMABLE(i) -> nextk[i]++ }   /* degraded or caught up */
+  :: atomic { alive[i] && !stopping[i] && DUE(i) && !CLAIMABLE(i) ->             /* degraded or caught up */
+       if :: HBDEG && recov[i] != 0 && first[i] == NONE -> first[i] = nextk[i] :: else fi;   /* counts as tried */
+       nextk[i]++ }
   :: atomic { alive[i] && !stopping[i] && DUE(i) && CLAIMABLE(i) && rq[i] == Q_NONE ->
        if :: first[i] == NONE -> first[i] = nextk[i] :: else fi;
        send(i, Q_CLAIM, nextk[i]); rqtok[i] = NONE; nextk[i]++; call(i) }
@@ -559,7 +566,7 @@ end:
   :: atomic { alive[i] && !stopping[i] && rq[i] == Q_NONE && recov[i] == R_TAKE -> send(i, Q_TAKE, 1); call(i) }
   :: atomic { alive[i] && !stopping[i] && rq[i] == Q_NONE && recov[i] == R_CATCH ->
        recov[i] = 0; catch_up(i); if :: rq[i] != Q_NONE -> call(i) :: else fi }
-  :: atomic { alive[i] && !stopping[i] && rq[i] == Q_NONE && !polled[i] ->       /* the take-over poll */
+  :: atomic { alive[i] && !stopping[i] && rq[i] == Q_NONE && !polled[i] && recov[i] != R_LAPSE ->   /* the take-over poll */
        polled[i] = 1;
        if :: TAKEABLE(i) -> send(i, Q_TAKE, 0); call(i) :: else fi }
   :: atomic { alive[i] && rq[i] == Q_NONE && rbel[i] && rnew[i] <= now ->
@@ -641,6 +648,7 @@ end:
             rbel[c] = 0; rret[c] = 0; rslot[c] = NONE; rtok[c] = 0; rgid[c] = 0; rdl[c] = 0; rnew[c] = 0; rjob[c] = 0
          :: else
          fi;
+         if :: HBDEG && HB && alive[c] && !stopping[c] && now >= hbdl[c] && recov[c] == 0 -> recov[c] = R_LAPSE :: else fi;
          if :: rbel[c] && now >= rjob[c] -> rbel[c] = 0; rret[c] = 1; rnew[c] = 0; rjob[c] = 0 :: else fi;   /* jobs end */
          if :: rret[c] && now >= rdl[c] -> rret[c] = 0; rslot[c] = NONE; rtok[c] = 0; rgid[c] = 0; rdl[c] = 0 :: else fi  /* finish gives up */
        }
