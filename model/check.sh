@@ -40,6 +40,7 @@ finding-hb-outage  | fail | live   | -DHB=1 -DFIX_FIRST=1 -DOUTAGES=1 -DOUTLEN=0
 finding-first-slot | fail | live   | -DHB=0 -DFIX_FIRST=0 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=1 -DDELAYS=0 -DSKEW=0
 design-hb-no-fence | fail | safety | -DHB=1 -DHBSF=0 -DJOBT=4 -DN=2 -DNS=2 -DCRASHES=0 -DLOSSES=0 -DDELAYS=1 -DSKEW=0
 design-hb-no-revived| fail | safety | -DHB=1 -DHBREV=0 -DOUTAGES=1 -DJOBT=1 -DN=2 -DNS=1 -DCRASHES=0 -DLOSSES=0 -DDELAYS=1 -DSKEW=0
+finding-hb-revive-window| fail | safety | -DHB=1 -DHBHAND=2 -DCHECK_GAVEUP -DOUTAGES=1 -DJOBT=1 -DN=2 -DNS=2 -DCRASHES=0 -DLOSSES=0 -DDELAYS=0 -DSKEW=0
 finding-hb-revive-skip| fail | safety | -DHB=1 -DHBHAND=0 -DCHECK_GAVEUP -DOUTAGES=1 -DJOBT=1 -DN=2 -DNS=2 -DCRASHES=0 -DLOSSES=0 -DDELAYS=0 -DSKEW=0
 design-cur-deadskip| fail | safety | -DHB=0 -DCHECK_DEADSKIP -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=0 -DSKEW=0
 mut1-finish-nofence| fail | safety | -DMUT=1 -DN=2 -DNS=2 -DCRASHES=1 -DLOSSES=0 -DDELAYS=1 -DSKEW=0

@@ -87,7 +87,7 @@
 #define CLUSTER 0      /* HB on Redis Cluster: the store judges owners by the caller's dead list, not the records */
 #endif
 #ifndef HBHAND
-#define HBHAND 0       /* HB: a run given up at a heartbeat lapse is handed over (README, finding 3) */
+#define HBHAND 0       /* HB: a run given up at a heartbeat lapse is handed over: 1 at once, 2 once a beat is acknowledged again (main's code) (README, finding 3) */
 #endif
 #ifndef HBDEG
 #define HBDEG 0        /* HB: a lapsed heartbeat pauses claims and take-overs, recovery after it (README, finding 4) */
@@ -221,7 +221,7 @@ bool polled[N];
      (LATE(i) && (rq[i] == Q_NONE || !CLAIMABLE(i))) \
   || (rq[i] == Q_NONE && ((recov[i] != 0 && recov[i] != R_LAPSE) || (rbel[i] && rnew[i] <= now) || rret[i] || (!polled[i] && recov[i] != R_LAPSE && TAKEABLE(i)))) \
   || (rq[i] != Q_NONE && !rqdel[i]) \
-  || (HBHAND && rq[i] == Q_NONE && hgs[i] != NONE) \
+  || (HBHAND && rq[i] == Q_NONE && hgs[i] != NONE && (HBHAND == 1 || now < hbdl[i])) \
   || (HB && !hbph[i] && !hbdone[i]) \
   || (HB && hbph[i] && !hbdel[i])))
 #if N == 1
@@ -574,7 +574,7 @@ end:
   :: atomic { alive[i] && rbel[i] -> rbel[i] = 0; rret[i] = 1; rnew[i] = 0; rjob[i] = 0 }   /* the job returns */
   :: atomic { alive[i] && rq[i] == Q_NONE && rret[i] ->
        send(i, Q_FINISH, rslot[i]); rqtok[i] = rtok[i]; rqgid[i] = rgid[i]; call(i) }
-  :: atomic { HBHAND && alive[i] && rq[i] == Q_NONE && hgs[i] != NONE ->      /* hand over a run given up at a lapse */
+  :: atomic { HBHAND && alive[i] && rq[i] == Q_NONE && hgs[i] != NONE && (HBHAND == 1 || now < hbdl[i]) ->   /* hand over a run given up at a lapse */
        send(i, Q_HAND, hgs[i]); rqtok[i] = hgt[i]; hgs[i] = NONE; hgt[i] = 0; call(i) }
   :: atomic { alive[i] && rq[i] != Q_NONE && rqph[i] == 1 -> deliver(i) }
   :: atomic { alive[i] && rq[i] != Q_NONE && rqph[i] == 2 -> consume(i) }
