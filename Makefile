@@ -50,7 +50,7 @@ lint: dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# spin's exhaustive check of the lease protocol model (model/README.md); needs `spin` and a C compiler.
+# spin's exhaustive checks of the lease protocol model (model/README.md; about 3 min on 2 loaded cores); needs `spin` and gcc.
 model:
 	bash model/check.sh
 
