@@ -74,6 +74,10 @@ class Heartbeat:
 
     # -- the scheduler's side --------------------------------------------------
 
+    def beating(self) -> bool:
+        """Whether the last acknowledged beat still holds now."""
+        return time.monotonic() <= self._state[0]
+
     def held(self, sent: float) -> bool:
         """Whether a run whose claim was sent at ``sent`` (monotonic) is still this instance's."""
         deadline, revived = self._state
@@ -133,12 +137,21 @@ class Heartbeat:
                 await asyncio.sleep(min(deadline - now, self._period) + 0.001)
                 continue
             seen = revived
+            lapsed = []
             for run in list(active.values()):
                 if not run.context.lease_lost and not self.held(run.sent):
                     lose_lease(run, "this instance's heartbeat lapsed, so the fleet may take the run over", observers)
-                    given_up.append(run.grant)
+                    lapsed.append(run.grant)
+            if lapsed:
+                # Over the backend's own connection, now: if it answers, the fleet (or this instance
+                # once it beats again) takes the runs over at once, not at their lease (model finding).
+                given_up += lapsed
+                await self._hand_over(backend, lapsed, health)
             if time.monotonic() > self._state[0]:
-                await asyncio.sleep(self._period)  # lapsed: look again after the next beat
+                # Claim nothing and take nothing over until a beat is acknowledged: every grant would
+                # be handed straight back (model finding: an endless claim, hand-over, take-over loop).
+                health.failed("heartbeat", TimeoutError("no heartbeat acknowledged within its hold"))
+                await asyncio.sleep(self._period)
 
     @staticmethod
     async def _hand_over(backend: LeaseBackend, grants: list[Grant], health: BackendHealth) -> None:

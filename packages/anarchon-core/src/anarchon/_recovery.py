@@ -55,6 +55,7 @@ class Recovery:
         *,
         run: Callable[[Job, Grant, float, int | None], Awaitable[object]],
         stopping: Callable[[], bool],
+        beating: Callable[[], bool] = lambda: True,
     ) -> None:
         self._backend = backend
         self._clock = clock
@@ -67,6 +68,9 @@ class Recovery:
         self._timer = timer
         self._run = run
         self._stopping = stopping
+        #: Whether this instance's heartbeat holds (always, without liveness): while it has
+        #: lapsed, every grant would be handed straight back, so nothing is taken over.
+        self._beating = beating
 
     async def take_over_loop(self) -> None:
         while not self._stopping():
@@ -80,6 +84,8 @@ class Recovery:
 
     async def take_over(self, jobs: list[Job]) -> bool:
         """One take-over pass: run every expired run the backend grants this instance."""
+        if not self._beating():
+            return False
         sent = time.monotonic()
         try:
             results = await self._backend.take_over(jobs, self._instance_id)
@@ -165,6 +171,9 @@ class Recovery:
         delay = BACKOFF_MIN_MS
         while not self._stopping():
             await asyncio.sleep(delay / 1000 * random.uniform(0.8, 1.2))
+            if not self._beating():
+                delay = min(delay * 2, BACKOFF_MAX_MS)
+                continue  # claims stay paused until this instance's heartbeat is acknowledged again
             jobs = self._registry.all()
             try:
                 marks = await self._backend.marks(jobs)

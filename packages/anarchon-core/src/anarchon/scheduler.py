@@ -161,6 +161,7 @@ class Scheduler(Steering):
                 self._timer,
                 run=run,
                 stopping=self._is_stopping,
+                beating=self._beating,
             )
             if leases is not None
             else None
@@ -168,6 +169,9 @@ class Scheduler(Steering):
 
     def _is_stopping(self) -> bool:
         return self._stopping
+
+    def _beating(self) -> bool:
+        return self._heartbeat is None or self._heartbeat.beating()
 
     def _on_outage(self) -> None:
         if self._recovery is not None and self._ready and not self._stopping:
