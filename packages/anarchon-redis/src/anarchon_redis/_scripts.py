@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 
 __all__ = [
+    "BEAT",
     "CLAIM",
     "DUE",
     "FINISH",
     "HAND_OVER",
     "HISTORY",
+    "LEAVE",
     "PEEK",
     "RENEW",
     "SETTLE",
@@ -70,13 +72,15 @@ def load(name: str, *helpers: str) -> Script:
     return Script(name, "\n".join(parts))
 
 
-CLAIM = load("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", "read_state")
+CLAIM = load("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", "read_state", "dead")
 RENEW = load("renew", "now_ms", "num", "sync_hint", "decode", "owned")
 FINISH = load("finish", "has", "sync_hint")
 HAND_OVER = load("hand_over", "now_ms", "num", "sync_hint", "decode", "owned")
-TAKE_OVER = load("take_over", "now_ms", "num", "sync_hint", "next_expiry", "decode", "read_state")
+TAKE_OVER = load("take_over", "now_ms", "num", "sync_hint", "next_expiry", "decode", "read_state", "dead")
 HISTORY = load("history")
 DUE = load("due", "now_ms", "num")
 PEEK = load("peek")
 TOUCH = load("touch", "now_ms", "num")
 SETTLE = load("settle")
+BEAT = load("beat", "now_ms", "num")
+LEAVE = load("leave", "now_ms", "num")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._history import HISTORY_SLACK, HistoryTests
     from ._jobs import EVERY_SECOND, finished_run, make_job, unique_name
     from ._lease import LEASE_MS, LeaseTests
+    from ._liveness import LivenessTests
     from ._options import OptionTests
     from ._ports import free_port
     from ._reference import ReferenceTests
@@ -43,6 +44,7 @@ __all__ = [
     "HistoryTests",
     "Instance",
     "LeaseTests",
+    "LivenessTests",
     "OptionTests",
     "PlantForeignRecord",
     "ReferenceTests",
@@ -75,6 +77,7 @@ _HOME = {
     "unique_name": "_jobs",
     "LEASE_MS": "_lease",
     "LeaseTests": "_lease",
+    "LivenessTests": "_liveness",
     "OptionTests": "_options",
     "ReferenceTests": "_reference",
     "gated": "_requires",
