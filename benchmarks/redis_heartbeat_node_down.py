@@ -23,9 +23,9 @@ import redis
 from redis.cluster import RedisCluster
 
 sys.path.insert(0, str(Path(__file__).parent))
-from redis_kill9 import _cluster_port, _server  # noqa: E402
+from redis_kill9 import _cluster_port, _server
 
-from anarchon_conformance.fleet import Fleet  # noqa: E402
+from anarchon_conformance.fleet import Fleet
 
 
 def main(root: Path) -> None:
