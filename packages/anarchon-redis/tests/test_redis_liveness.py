@@ -39,6 +39,10 @@ async def test_the_first_take_over_after_a_death_checks_every_job(store, make_jo
         assert result.outcome is Outcome.WON and result.grant is not None
         assert (result.grant.job, result.grant.instance, result.grant.attempt) == ("j37", "b", 2)
         assert await b.take_over(jobs, "b") == []
+        # That pass ran with the death: the scripts are not sent it any more (see anarchon_redis._liveness).
+        assert b._unswept() == (frozenset(), ())
+        assert "a" in (await heart_b.beat("b", TTL_MS)).dead
+        assert b._unswept() == (frozenset(), ())
     finally:
         await heart_a.close()
         await heart_b.close()

@@ -15,6 +15,12 @@ granted or renewed before that ``alive_until``, so a list that is stale (the
 owner came back since) never condemns a run taken after the revival. The same
 path serves a single server, so there is one rule to test.
 
+A pair is passed only until a take-over pass of this backend over its jobs
+has run with it: that pass took over or abandoned every run the dead owner
+held in them (all granted before its record expired, so all there already).
+Records of stopped instances stay dead for ten minutes; a rolling deploy
+would otherwise add every stopped instance to every claim for that long.
+
 On a cluster that comparison sets a job node's clock against the instances
 node's: it assumes their clocks agree to within the time an owner needs to
 beat again and claim after its record expired (NTP keeps them within
@@ -36,7 +42,7 @@ from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart
 from . import _scripts as S
 from ._records import text
 
-__all__ = ["DeadOwners", "RedisHeart"]
+__all__ = ["DeadOwners", "RedisHeart", "script_args"]
 
 Client = Union["Redis", "RedisCluster"]
 
@@ -44,25 +50,26 @@ Client = Union["Redis", "RedisCluster"]
 class DeadOwners:
     """The dead instances of the latest beat, written by the heartbeat thread, read by the backend's calls.
 
-    One immutable snapshot swapped under a lock: the script arguments are
-    built once per beat, not once per claim.
+    One immutable set of ``(instance, alive_until)`` swapped under a lock.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pairs: frozenset[tuple[str, int]] = frozenset()
-        self._args: tuple[str | int, ...] = ()
 
     def update(self, dead: Mapping[str, int]) -> None:
         pairs = frozenset(dead.items())
-        args = tuple(x for name, until in sorted(pairs) for x in (name, until))
         with self._lock:
-            self._pairs, self._args = pairs, args
+            self._pairs = pairs
 
-    def snapshot(self) -> tuple[frozenset[tuple[str, int]], tuple[str | int, ...]]:
-        """The pairs, and the same flattened as script arguments (empty when no owner is dead)."""
+    def snapshot(self) -> frozenset[tuple[str, int]]:
         with self._lock:
-            return self._pairs, self._args
+            return self._pairs
+
+
+def script_args(pairs: frozenset[tuple[str, int]]) -> tuple[str | int, ...]:
+    """The pairs as the scripts read them (``helpers/dead.lua``): instance, alive_until, …"""
+    return tuple(x for name, until in sorted(pairs) for x in (name, until))
 
 
 class RedisHeart(Heart):

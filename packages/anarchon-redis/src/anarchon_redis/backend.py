@@ -50,7 +50,7 @@ from anarchon.urls import redact_url
 from . import _replicas
 from . import _scripts as S
 from ._keys import Keyspace, check_prefix, run_id
-from ._liveness import DeadOwners, RedisHeart
+from ._liveness import DeadOwners, RedisHeart, script_args
 from ._records import final_record, grant_of, history_run, run_of, text
 from ._url import read_redis_url
 
@@ -340,7 +340,7 @@ class RedisBackend(LeaseBackend):
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         if not claims:
             return []
-        _, dead = self._dead.snapshot()
+        _, dead = self._unswept()
         calls = [self._claim_call(c, dead) for c in claims]
         if self.cluster:
             calls += [(S.TOUCH, [self._keys.hint], [c.job, c.options.lease_ms]) for c in claims]
@@ -401,6 +401,20 @@ class RedisBackend(LeaseBackend):
             await self._batch.call((S.TOUCH, [self._keys.hint], [grant.job, 0]))
         return done
 
+    def _unswept(self) -> tuple[frozenset[tuple[str, int]], tuple[str | int, ...]]:
+        """The dead owners no take-over pass of this backend has run with yet, and their script arguments.
+
+        Only those go to the scripts (see :mod:`._liveness`); ``_swept`` keeps
+        just the pairs the latest beat still reports, so it stays small.
+        """
+        pairs = self._dead.snapshot()
+        if not pairs:
+            self._swept = frozenset()
+            return pairs, ()
+        self._swept &= pairs
+        new = pairs - self._swept
+        return new, script_args(new) if new else ()
+
     def _sweep_slice(self, jobs: Sequence[Job]) -> list[Job]:
         """The jobs this pass checks whatever the hint says: all of them every ``sweep_ms``, spread over calls."""
         now, n = time.monotonic(), len(jobs)
@@ -417,8 +431,8 @@ class RedisBackend(LeaseBackend):
         if not jobs:
             return []
         sweep = self._sweep_slice(jobs)
-        dead_pairs, dead = self._dead.snapshot()
-        if dead_pairs - self._swept:
+        dead_pairs, dead = self._unswept()
+        if dead_pairs:
             # A new death: the hint knows lease expiries, not owners, so every job is looked at once.
             sweep = list(jobs)
         peeks: list[Call] = [(S.PEEK, [self._keys.job(j.name).live], []) for j in sweep]
@@ -443,7 +457,7 @@ class RedisBackend(LeaseBackend):
                 running.add(j.name)
         candidates = [j for j in jobs if j.name in due or j.name in running]
         if not candidates:
-            self._swept = dead_pairs
+            self._swept |= dead_pairs
             return []
         nonce = uuid.uuid4().hex
         calls: list[Call] = []
@@ -452,7 +466,7 @@ class RedisBackend(LeaseBackend):
             args = [instance, job.options.max_attempts, job.options.lease_ms, nonce, job.name, *dead]
             calls.append((S.TAKE_OVER, [k.state, k.runs, k.live, *self._hint()], args))
         answers, answered = await self._calls_waited(calls, strict=0)
-        self._swept = dead_pairs
+        self._swept |= dead_pairs
         results, reached = [], []
         for job, answer, ok in zip(list(candidates), answers, answered, strict=True):
             if isinstance(answer, Exception):
