@@ -1,4 +1,4 @@
-"""The conformance suite: all of it on one server, its claim and lease parts on the cluster."""
+"""The conformance suite: all of it on one server, its claim, lease and liveness parts on the cluster."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from anarchon_conformance import (
     ClaimTests,
     HistoryLimitTests,
     LeaseTests,
+    LivenessTests,
     PlantForeignRecord,
 )
 from anarchon_redis import RedisBackend
@@ -76,7 +77,7 @@ class TestRedisConformance(BackendSuite, HistoryLimitTests):
         return _plant
 
 
-class TestRedisClusterConformance(ClaimTests, LeaseTests, BackfillTests):
+class TestRedisClusterConformance(ClaimTests, LeaseTests, BackfillTests, LivenessTests):
     @pytest.fixture
     async def backend_factory(self, cluster_url: str) -> AsyncIterator[BackendFactory]:
         async for factory in _factory(cluster_url):

@@ -63,6 +63,11 @@ class Keyspace:
         return f"{self.prefix}leases"
 
     @property
+    def instances(self) -> str:
+        """Sorted set of instance id to alive-until (liveness): one key, its own slot on a cluster."""
+        return f"{self.prefix}instances"
+
+    @property
     def pattern(self) -> str:
         """Glob matching every key of this prefix (the prefix has no glob characters)."""
         return f"{self.prefix}*"

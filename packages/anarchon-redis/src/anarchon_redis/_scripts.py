@@ -30,12 +30,14 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 
 __all__ = [
+    "BEAT",
     "CLAIM",
     "CLAIM_PAUSED",
     "DUE",
     "FINISH",
     "HAND_OVER",
     "HISTORY",
+    "LEAVE",
     "PAUSE",
     "PEEK",
     "RENEW",
@@ -75,11 +77,11 @@ def load(name: str, *helpers: str) -> Script:
     return Script(name, "\n".join(parts))
 
 
-CLAIM = load("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", "read_state")
+CLAIM = load("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", "read_state", "dead")
 RENEW = load("renew", "now_ms", "num", "sync_hint", "decode", "owned")
 FINISH = load("finish", "has", "sync_hint")
 HAND_OVER = load("hand_over", "now_ms", "num", "sync_hint", "decode", "owned")
-TAKE_OVER = load("take_over", "now_ms", "num", "sync_hint", "next_expiry", "decode", "read_state")
+TAKE_OVER = load("take_over", "now_ms", "num", "sync_hint", "next_expiry", "decode", "read_state", "dead")
 HISTORY = load("history")
 DUE = load("due", "now_ms", "num")
 PEEK = load("peek")
@@ -90,3 +92,5 @@ PAUSE = load("pause", "now_ms", "num")
 RESUME = load("resume", "now_ms", "num")
 REQUEST = load("request", "now_ms", "num")
 REQUESTS = load("requests", "now_ms", "num")
+BEAT = load("beat", "now_ms", "num")
+LEAVE = load("leave", "now_ms", "num")

@@ -15,6 +15,11 @@ so claims ``TOUCH`` it in the same pipeline and take-over passes ``SETTLE``
 it afterwards. Correctness never rests on it: every script decides from the
 job's own keys, and take-over passes also check every job they are given
 once per ``sweep_ms`` (a slice per call), which also repairs the hint.
+
+Liveness (:mod:`._liveness`): each instance's heartbeat is a member of
+``<prefix>instances``; the owners its latest beat reported dead go to the claim
+and take-over scripts as arguments, and the first take-over pass after a new
+death checks every job given, whatever the hint says.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBacke
 from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError
 from anarchon.job import Job
+from anarchon.liveness import Heart
 from anarchon.options import check_history_limit
 from anarchon.run import Run
 from anarchon.urls import redact_url
@@ -46,6 +52,7 @@ from . import _scripts as S
 from ._backfill import backfill_call, backfill_result
 from ._control import ControlMixin
 from ._keys import Keyspace, check_prefix, run_id
+from ._liveness import DeadOwners, RedisHeart, script_args
 from ._records import final_record, grant_of, history_run, run_of, text
 from ._url import read_redis_url
 
@@ -155,7 +162,14 @@ class RedisBackend(ControlMixin, LeaseBackend):
     name: ClassVar[str] = "redis"
     url_schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, server_clock=True, multi_process=True, backfill=True, pause=True, trigger=True
+        lease=True,
+        history_ttl=True,
+        server_clock=True,
+        multi_process=True,
+        liveness=True,
+        backfill=True,
+        pause=True,
+        trigger=True,
     )
 
     def __init__(
@@ -215,6 +229,9 @@ class RedisBackend(ControlMixin, LeaseBackend):
         self._sweep_cursor = 0
         # Four pipelines out at most: one slow reply does not hold up the next turn's calls.
         self._batch: Batcher[Call] = Batcher(self._calls_apart, in_flight=4)
+        #: What this instance's heartbeat last reported dead, and the deaths a take-over pass swept for.
+        self._dead = DeadOwners()
+        self._swept: frozenset[tuple[str, int]] = frozenset()
 
     @classmethod
     def from_url(cls, url: str) -> RedisBackend:
@@ -312,7 +329,7 @@ class RedisBackend(ControlMixin, LeaseBackend):
 
     # -- claiming -------------------------------------------------------------
 
-    def _claim_call(self, c: Claim) -> Call:
+    def _claim_call(self, c: Claim, dead: tuple[str | int, ...] = ()) -> Call:
         o = c.options
         k = self._keys.job(c.job)
         numbers = _NUMBERS.pack(
@@ -326,12 +343,14 @@ class RedisBackend(ControlMixin, LeaseBackend):
             o.history_size,
             o.history_ttl_ms or 0,
         )
-        return S.CLAIM, [k.state, k.runs, k.order, k.live, *self._hint()], [numbers, c.token, c.instance, c.job]
+        keys = [k.state, k.runs, k.order, k.live, *self._hint()]
+        return S.CLAIM, keys, [numbers, c.token, c.instance, c.job, *dead]
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         if not claims:
             return []
-        calls = [self._claim_call(c) for c in claims]
+        _, dead = self._unswept()
+        calls = [self._claim_call(c, dead) for c in claims]
         if self.cluster:
             calls += [(S.TOUCH, [self._keys.hint], [c.job, c.options.lease_ms]) for c in claims]
         replies, reached = await self._calls_waited(calls, strict=0)
@@ -405,6 +424,20 @@ class RedisBackend(ControlMixin, LeaseBackend):
             await self._batch.call((S.TOUCH, [self._keys.hint], [grant.job, 0]))
         return done
 
+    def _unswept(self) -> tuple[frozenset[tuple[str, int]], tuple[str | int, ...]]:
+        """The dead owners no take-over pass of this backend has run with yet, and their script arguments.
+
+        Only those go to the scripts (see :mod:`._liveness`); ``_swept`` keeps
+        just the pairs the latest beat still reports, so it stays small.
+        """
+        pairs = self._dead.snapshot()
+        if not pairs:
+            self._swept = frozenset()
+            return pairs, ()
+        self._swept &= pairs
+        new = pairs - self._swept
+        return new, script_args(new) if new else ()
+
     def _sweep_slice(self, jobs: Sequence[Job]) -> list[Job]:
         """The jobs this pass checks whatever the hint says: all of them every ``sweep_ms``, spread over calls."""
         now, n = time.monotonic(), len(jobs)
@@ -421,6 +454,10 @@ class RedisBackend(ControlMixin, LeaseBackend):
         if not jobs:
             return []
         sweep = self._sweep_slice(jobs)
+        dead_pairs, dead = self._unswept()
+        if dead_pairs:
+            # A new death: the hint knows lease expiries, not owners, so every job is looked at once.
+            sweep = list(jobs)
         peeks: list[Call] = [(S.PEEK, [self._keys.job(j.name).live], []) for j in sweep]
         replies = await self._calls([(S.DUE, [self._keys.hint], []), *peeks], strict=0)
         hint = replies[0]
@@ -443,14 +480,16 @@ class RedisBackend(ControlMixin, LeaseBackend):
                 running.add(j.name)
         candidates = [j for j in jobs if j.name in due or j.name in running]
         if not candidates:
+            self._swept |= dead_pairs
             return []
         nonce = uuid.uuid4().hex
         calls: list[Call] = []
         for job in candidates:
             k = self._keys.job(job.name)
-            args = [instance, job.options.max_attempts, job.options.lease_ms, nonce, job.name]
+            args = [instance, job.options.max_attempts, job.options.lease_ms, nonce, job.name, *dead]
             calls.append((S.TAKE_OVER, [k.state, k.runs, k.live, *self._hint()], args))
         answers, answered = await self._calls_waited(calls, strict=0)
+        self._swept |= dead_pairs
         results, reached = [], []
         for job, answer, ok in zip(list(candidates), answers, answered, strict=True):
             if isinstance(answer, Exception):
@@ -473,6 +512,23 @@ class RedisBackend(ControlMixin, LeaseBackend):
             for reply, ok in zip(results, reached, strict=True)
             for raw in reply[1:]
         ]
+
+    def heart(self) -> Heart | None:
+        """This instance's heartbeat on a client of its own; ``None`` with a client passed in.
+
+        The heartbeat runs in another thread and event loop, where the
+        backend's client cannot be used, and a passed-in client's settings
+        cannot be copied faithfully: such an instance keeps no record, so its
+        runs wait for their lease if it dies. Pass ``url=`` for liveness.
+        """
+        if not self._owns_client:
+            log.info(
+                "%r: no heartbeat with a client passed in (pass url= instead): if this instance dies, its runs "
+                "are taken over when their lease expires",
+                self,
+            )
+            return None
+        return RedisHeart(self._url, self.cluster, self._keys.instances, self.connect_timeout_ms / 1000, self._dead)
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         if not jobs:

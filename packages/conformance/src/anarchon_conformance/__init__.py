@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._history import HISTORY_SLACK, HistoryTests
     from ._jobs import EVERY_SECOND, finished_run, make_job, unique_name
     from ._lease import LEASE_MS, LeaseTests
+    from ._liveness import LivenessTests
     from ._options import OptionTests
     from ._ports import free_port
     from ._reference import ReferenceTests
@@ -47,6 +48,7 @@ __all__ = [
     "HistoryTests",
     "Instance",
     "LeaseTests",
+    "LivenessTests",
     "OptionTests",
     "PauseRefusalTests",
     "PauseTests",
@@ -89,6 +91,7 @@ _HOME = {
     "unique_name": "_jobs",
     "LEASE_MS": "_lease",
     "LeaseTests": "_lease",
+    "LivenessTests": "_liveness",
     "OptionTests": "_options",
     "ReferenceTests": "_reference",
     "gated": "_requires",

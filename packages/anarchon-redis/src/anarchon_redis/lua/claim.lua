@@ -1,6 +1,7 @@
 -- KEYS: state, runs, order, live[, hint]
 -- ARGV: slot, manual, catch_up, missed, started, skip, lease_ms, history_size, history_ttl_ms (flags 0/1,
---       ttl 0 = none) packed as nine little-endian doubles (exact up to 2^53), token, instance, job
+--       ttl 0 = none) packed as nine little-endian doubles (exact up to 2^53), token, instance, job,
+--       then the dead owners' pairs (helpers/dead.lua), if any
 -- The numbers travel as one binary string, which struct unpacks in a fraction of what splitting text
 -- costs in Lua, and the record is built here: no JSON to encode on the client. A new grant is answered
 -- with its fencing alone (the client knows the rest), the slot of the dead run it superseded and the
@@ -23,6 +24,7 @@ end
 local mark, fencing, won, bad = read_state(state)
 if bad then return redis.error_reply(bad) end
 local now = now_ms()
+local dead = read_dead(5)
 -- A late claim was delayed past a newer slot's: too late to run. Overlapped by an older run all
 -- along, it is recorded skipped (the mark stays); otherwise it leaves no record.
 local late = not manual and mark and slot <= mark
@@ -30,9 +32,11 @@ if late and not skip then return {'lost'} end
 local busy, supersedes = false, nil
 local leases = redis.call('ZRANGE', live, 0, -1, 'WITHSCORES')
 for i = 1, #leases, 2 do
-  local held = tonumber(leases[i + 1]) > now
+  local expiry = tonumber(leases[i + 1])
   -- A lease whose record is gone or unreadable holds nothing: it is dropped, or it would keep the job busy.
   local r = decode(redis.call('HGET', runs, leases[i]))
+  -- A live lease of a dead owner holds nothing either: not busy, and abandoned as an expired one is.
+  local held = r and expiry > now and not owner_dead(dead, r, expiry)
   if not r then
     redis.call('ZREM', live, leases[i])
   elseif late then

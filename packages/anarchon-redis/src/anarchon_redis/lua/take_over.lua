@@ -1,4 +1,5 @@
--- KEYS: state, runs, live[, hint]    ARGV: instance, max_attempts, lease_ms, nonce, job
+-- KEYS: state, runs, live[, hint]    ARGV: instance, max_attempts, lease_ms, nonce, job, then the dead
+-- owners' pairs (helpers/dead.lua), if any: their runs count as expired whatever their lease says.
 -- Returns {next lease expiry or nil, granted records...}. Runs already granted
 -- under this nonce are returned again, so a retried call loses nothing.
 local state, runs, live, hint = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -14,11 +15,16 @@ for _, rid in ipairs(redis.call('ZRANGEBYSCORE', live, '(' .. num(now), '+inf'))
   local r = decode(raw)
   if r and string.sub(r.token, 1, #mine) == mine then out[#out + 1] = raw end
 end
-for _, rid in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', num(now))) do
+local dead = read_dead(6)
+-- Without dead owners only the expired leases; with them every lease, each judged below.
+local leases = dead and redis.call('ZRANGE', live, 0, -1, 'WITHSCORES')
+  or redis.call('ZRANGEBYSCORE', live, '-inf', num(now), 'WITHSCORES')
+for i = 1, #leases, 2 do
+  local rid, expiry = leases[i], tonumber(leases[i + 1])
   local r = decode(redis.call('HGET', runs, rid))
   if not r then
     redis.call('ZREM', live, rid)  -- gone or unreadable: nothing to run; history skips what is left
-  else
+  elseif expiry <= now or owner_dead(dead, r, expiry) then
     local newest = r.manual or r.slot == won
     if not newest or (r.attempt >= max_attempts and not r.handed) then
       r.status = 'abandoned'
