@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._jobs import EVERY_SECOND, finished_run, make_job, unique_name
     from ._lease import LEASE_MS, LeaseTests
     from ._options import OptionTests
+    from ._policies import PolicyTests
     from ._ports import free_port
     from ._reference import ReferenceTests
     from ._requires import gated, requires
@@ -45,6 +46,7 @@ __all__ = [
     "LeaseTests",
     "OptionTests",
     "PlantForeignRecord",
+    "PolicyTests",
     "ReferenceTests",
     "RobustnessTests",
     "SchedulerRobustnessTests",
@@ -76,6 +78,7 @@ _HOME = {
     "LEASE_MS": "_lease",
     "LeaseTests": "_lease",
     "OptionTests": "_options",
+    "PolicyTests": "_policies",
     "ReferenceTests": "_reference",
     "gated": "_requires",
     "free_port": "_ports",

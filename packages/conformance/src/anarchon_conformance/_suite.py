@@ -6,6 +6,7 @@ from ._claim import ClaimTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
 from ._options import OptionTests
+from ._policies import PolicyTests
 from ._reference import ReferenceTests
 from ._robust import RobustnessTests, SchedulerRobustnessTests
 from ._scheduler import SchedulerTests
@@ -18,6 +19,7 @@ class BackendSuite(
     HistoryTests,
     OptionTests,
     LeaseTests,
+    PolicyTests,
     ReferenceTests,
     SchedulerTests,
     RobustnessTests,
