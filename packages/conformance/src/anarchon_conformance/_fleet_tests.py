@@ -158,3 +158,55 @@ class FleetTests(SuiteBase):
 
         (record,) = [r for r in asyncio.run(history()) if r.slot_ms == first["slot"]]
         assert (record.status, record.instance) == (RunStatus.RUNNING, first["instance"])
+
+    @requires("multi_process")
+    def test_a_failing_job_retries_on_its_runner_as_configured_and_stops(
+        self, fleet: FleetMaker, fleet_backend: dict[str, Any]
+    ) -> None:
+        """Three processes, two jobs every 2 s: one always raises (2 retries), one raises once (3 retries).
+
+        Each slot's tries are made by the instance that won it, one after the
+        other (never by two instances), as many as configured and no more;
+        history records each slot once, with its retry count.
+        """
+        retry = {"retry_delay_ms": 200, "retry_jitter": False, "jitter_ms": 300}
+        flaky = {
+            "job-broken": {"cron": "*/2 * * * * *", "fails": 99, "options": {**retry, "retries": 2}},
+            "job-mends": {"cron": "*/2 * * * * *", "fails": 1, "options": {**retry, "retries": 3}},
+        }
+        wanted = {"job-broken": 2, "job-mends": 1}  # the last try of a slot
+        with fleet(instances=3, jobs=0, flaky=flaky) as f:
+            f.start()
+
+            def enough() -> bool:
+                done = {(r["job"], r["slot"]) for r in f.ledger() if r["e"] == "try" and r["retry"] == wanted[r["job"]]}
+                return all(sum(1 for job, _ in done if job == name) >= 3 for name in wanted)
+
+            deadline = time.monotonic() + 40
+            while not enough() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            f.stop()
+            tries = [r for r in f.ledger() if r["e"] == "try"]
+        per_slot: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for r in tries:
+            per_slot.setdefault((r["job"], r["slot"]), []).append(r)
+        complete = {key: rs for key, rs in per_slot.items() if rs[-1]["retry"] == wanted[key[0]]}
+        assert sum(1 for job, _ in complete if job == "job-broken") >= 3, f"too few slots tried to the end: {per_slot}"
+        assert sum(1 for job, _ in complete if job == "job-mends") >= 3, f"too few slots tried to the end: {per_slot}"
+        for (job, slot), rs in per_slot.items():
+            first = rs[0]
+            same_runner = [r for r in rs if (r["instance"], r["attempt"]) == (first["instance"], first["attempt"])]
+            assert [r["retry"] for r in same_runner] == list(range(len(same_runner))), f"{job}@{slot}: {rs}"
+            assert len(same_runner) <= wanted[job] + 1, f"{job}@{slot} tried more often than configured: {rs}"
+        for (job, slot), rs in complete.items():
+            assert len({r["instance"] for r in rs}) == 1, f"{job}@{slot} tried by two instances: {rs}"
+
+        async def history(job: str) -> list[Run]:
+            return await Scheduler(build_backend(**fleet_backend)).history(job)
+
+        for job, status in (("job-broken", RunStatus.FAILED), ("job-mends", RunStatus.SUCCEEDED)):
+            records = {r.slot_ms: r for r in asyncio.run(history(job))}
+            for slot in (s for j, s in complete if j == job):
+                record = records[slot]
+                assert (record.status, record.retries, record.attempt) == (status, wanted[job], 1), record
+                assert record.instance == complete[(job, slot)][0]["instance"]

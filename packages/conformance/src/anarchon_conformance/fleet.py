@@ -88,6 +88,7 @@ class Fleet:
         skews_ms: Sequence[int] = (),
         grace_ms: int = 10_000,
         env: dict[str, str] | None = None,
+        flaky: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         if not backend and not backend_class:
             raise ValueError("Fleet needs backend= (a URL) or backend_class= (module:Class)")
@@ -123,6 +124,9 @@ class Fleet:
         else:
             assert backend_class is not None
             self._argv_base += ["--backend-class", backend_class, "--backend-kwargs", json.dumps(backend_kwargs or {})]
+        if flaky:
+            # {"name": {"cron": "…", "fails": N, "options": {…}}}: raise on the first N tries of each slot.
+            self._argv_base += ["--flaky", json.dumps(flaky)]
         if slow_cron:
             self._argv_base += ["--slow-cron", slow_cron, "--slow-seconds", str(slow_seconds)]
             self._argv_base += ["--slow-options", json.dumps(self.slow_options)]
