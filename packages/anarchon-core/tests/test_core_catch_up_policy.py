@@ -137,3 +137,40 @@ def test_bad_catch_up_options_name_the_option_and_the_fix(options: dict[str, obj
 def test_each_defaults_to_a_bound() -> None:
     job = Scheduler(MemoryBackend()).add("job", "* * * * *", lambda: None, catch_up="each", overlap="allow")
     assert (job.options.catch_up, job.options.catch_up_max) == ("each", 24)
+
+
+def _utc(*args: int) -> int:
+    return int(datetime(*args, tzinfo=timezone.utc).timestamp()) * 1000
+
+
+# An hourly job (real time: its hour field starts with *) whose instances were all down over a change night,
+# from 00:00 to 06:00 local time. Berlin moves whole hours: 5 slots on the spring-forward night (02:00 does
+# not exist), 7 on the fall-back night (02:00 comes twice). Lord Howe moves half an hour. Classic cron's DST
+# rules (the default) decide which slots exist; these check that catch-up takes exactly those.
+DST_NIGHTS: list[tuple[str, int, int, int]] = [
+    ("Europe/Berlin", _utc(2026, 3, 28, 23), _utc(2026, 3, 29, 4, 0, 30), 5),
+    ("Europe/Berlin", _utc(2026, 10, 24, 22), _utc(2026, 10, 25, 5, 0, 30), 7),
+    # 01:00 (+11), then 01:30 becomes 01:30 (+10:30): no whole hour repeats, 01:00 to 06:00 are 6 slots.
+    ("Australia/Lord_Howe", _utc(2026, 4, 4, 13), _utc(2026, 4, 4, 19, 30, 30), 6),
+    # 02:00 becomes 02:30: no 02:00 that day, so 01:00 and 03:00 to 06:00 are 5 slots.
+    ("Australia/Lord_Howe", _utc(2026, 10, 3, 13, 30), _utc(2026, 10, 3, 19, 0, 30), 5),
+]
+
+
+@pytest.mark.parametrize(("zone", "mark", "now", "count"), DST_NIGHTS)
+@pytest.mark.parametrize("bound", [None, 3])
+def test_each_over_a_change_night_follows_the_schedule(zone: str, mark: int, now: int, count: int,
+                                                        bound: int | None) -> None:  # fmt: skip
+    """The slots "each" runs are the schedule's own, every one once, oldest first; a bound keeps the newest."""
+    options: dict[str, object] = {"catch_up": "each", "overlap": "allow", "catch_up_ms": 12 * HOUR_MS}
+    job = Scheduler(MemoryBackend()).add("hourly", "0 * * * *", lambda: None, timezone=zone, catch_up_max=24, **options)
+    due = [s for s in job.schedule.slots(mark, 30) if s <= now]
+    assert len(due) == count
+    if bound is not None:
+        job = Scheduler(MemoryBackend()).add(
+            "h", "0 * * * *", lambda: None, timezone=zone, catch_up_max=bound, **options
+        )
+    plan = plan_catch_up(job, mark, now)
+    assert plan.slots == due[-(bound or len(due)) :]
+    coalesce = Scheduler(MemoryBackend()).add("c", "0 * * * *", lambda: None, timezone=zone, catch_up_ms=12 * HOUR_MS)
+    assert plan_catch_up(coalesce, mark, now) == ([due[-1]], [len(due)])
