@@ -210,3 +210,48 @@ class FleetTests(SuiteBase):
                 record = records[slot]
                 assert (record.status, record.retries, record.attempt) == (status, wanted[job], 1), record
                 assert record.instance == complete[(job, slot)][0]["instance"]
+
+    @requires("multi_process", "lease")
+    def test_a_fleet_back_from_an_outage_runs_each_missed_slot_once(
+        self, fleet: FleetMaker, fleet_backend: dict[str, Any]
+    ) -> None:
+        """``catch_up="each"``: 3 processes run two every-second jobs, all stop for 4 s, 3 new ones start.
+
+        Every slot of the outage is run once, as a catch-up (the new instances
+        race to claim the same batch), and no slot of the whole window twice.
+        """
+        options = {"jitter_ms": 200, "overlap": "allow", "catch_up": "each", "catch_up_max": 100}
+        with fleet(instances=3, jobs=2, options=options) as f:
+            f.start()
+            since = (f.ready_ms or 0) + 1000
+            f.wait_for(lambda r: r["e"] == "end" and r["slot"] >= since + 2000, timeout=30)
+            f.stop()
+            down_ms = f.stopping_ms or 0
+            time.sleep(4)  # the outage: every instance down, nobody claims
+            f.start()
+            back_ms = f.ready_ms or 0
+            f.wait_for(lambda r: r["e"] == "end" and r["slot"] >= back_ms + 2000, timeout=30)
+            f.stop()
+            ledger = f.ledger()
+            report = f.report(since_ms=since)
+        print(report.summary())
+        near = [r for r in ledger if any(r.get("job") == j and abs(r.get("slot", 0) - s) <= 2000 for j, s in
+                                         report.missed_slots + report.duplicate_slots)]  # fmt: skip
+        assert report.duplicates == 0, (report.duplicate_slots, near)
+        if report.missed:
+
+            async def records() -> list[Run]:
+                wanted = set(report.missed_slots)
+                scheduler = Scheduler(build_backend(**fleet_backend))
+                return [r for job in f.job_names() for r in await scheduler.history(job) if (job, r.slot_ms) in wanted]
+
+            missing = asyncio.run(records())
+            raise AssertionError(
+                f"slots nobody ran: {report.missed_slots}, outage {down_ms}..{back_ms}: {missing} {near}"
+            )
+        caught = [r for r in ledger if r["e"] == "start" and r.get("catch_up")]
+        for job in f.job_names():
+            outage = [s for s in f.expected(down_ms + 1000, back_ms - 1000)[job]]
+            theirs = sorted(r["slot"] for r in caught if r["job"] == job)
+            assert set(outage) <= set(theirs), f"{job}: outage slots {outage} not all caught up: {theirs}"
+            assert len(theirs) == len(set(theirs)), f"{job}: a slot caught up twice: {theirs}"
