@@ -31,11 +31,19 @@ class ClaimOnly(MemoryBackend):
 # -- option bounds -------------------------------------------------------------------
 
 
+#: Options that only take their largest value beside another: catch_up_max bounds catch_up="each" (which
+#: needs overlap="allow"), and retry_delay_ms may not pass retry_delay_max_ms.
+COMPANIONS: dict[str, dict[str, object]] = {
+    "catch_up_max": {"catch_up": "each", "overlap": "allow"},
+    "retry_delay_ms": {"retry_delay_max_ms": INT_BOUNDS["retry_delay_max_ms"][1]},
+}
+
+
 # jitter_ms is left out: how large it may be also depends on the schedule (it must stay below max_late_ms).
 @pytest.mark.parametrize("option", sorted(set(INT_BOUNDS) - {"jitter_ms"}))
 def test_the_largest_accepted_value_of_each_option_is_kept(option: str) -> None:
     _, maximum, _ = INT_BOUNDS[option]
-    job = Scheduler(MemoryBackend()).add("j", "* * * * *", noop, **{option: maximum})
+    job = Scheduler(MemoryBackend()).add("j", "* * * * *", noop, **{option: maximum, **COMPANIONS.get(option, {})})
     assert getattr(job.options, option) == maximum
 
 

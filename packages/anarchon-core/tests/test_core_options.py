@@ -205,3 +205,48 @@ def test_an_explicit_jitter_not_shorter_than_the_gap_is_refused(scheduler: Sched
     with pytest.raises(InvalidJobError, match="jitter_ms=90000 is not shorter than the 60000 ms"):
         scheduler.add("minutely", "* * * * *", noop, jitter_ms=90_000, max_late_ms=120_000)
     assert scheduler.add("tick", "* * * * * *", noop, jitter_ms=999).options.jitter_ms == 999
+
+
+def test_the_claim_tier_takes_no_catch_up_policy_but_retries(claim_scheduler: Scheduler) -> None:
+    """A claim backend cannot catch up, so a policy other than "none" is refused; retries need no lease."""
+    assert claim_scheduler.add("quiet", "* * * * *", noop, catch_up="none").options.catch_up == "none"
+    assert claim_scheduler.add("plain", "* * * * *", noop).options.catch_up == "none"
+    with pytest.raises(UnsupportedOptionError, match="catch_up='coalesce' needs a lease"):
+        claim_scheduler.add("job", "* * * * *", noop, catch_up="coalesce")
+    with pytest.raises(UnsupportedOptionError, match="max_takeovers=1 needs a lease"):
+        claim_scheduler.add("job", "* * * * *", noop, max_takeovers=1)
+    assert claim_scheduler.add("flaky", "* * * * *", noop, retries=3).options.retries == 3
+
+
+def test_max_takeovers_is_max_attempts_renamed(scheduler: Scheduler) -> None:
+    """The old name still works, warning with the new name and the value that keeps the limit."""
+    assert scheduler.add("new", "* * * * *", noop, max_takeovers=0).options.max_attempts == 1
+    assert scheduler.add("default", "* * * * *", noop).options.max_takeovers == 2
+    with pytest.warns(DeprecationWarning, match=r"max_attempts is deprecated.*max_takeovers=4.*retries") as caught:
+        old = scheduler.add("old", "* * * * *", noop, max_attempts=5)
+    assert caught[0].filename == __file__, "the warning points at the add() call"
+    assert (old.options.max_attempts, old.options.max_takeovers) == (5, 4)
+    with pytest.raises(InvalidJobError, match="set max_takeovers only"):
+        scheduler.add("both", "* * * * *", noop, max_takeovers=1, max_attempts=2)
+    with pytest.raises(InvalidJobError, match="max_takeovers=-1"):
+        scheduler.add("negative", "* * * * *", noop, max_takeovers=-1)
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"),
+    [
+        ({"retries": -1}, "retries=-1"),
+        ({"retries": 1001}, "retries=1001"),
+        ({"retries": 2.0}, "retries=2.0"),
+        ({"retry_delay_ms": -5}, "retry_delay_ms=-5"),
+        ({"retry_delay_ms": 10_000, "retry_delay_max_ms": 5000}, "retry_delay_ms=10000"),
+        ({"retry_jitter": "no"}, "retry_jitter='no'"),
+    ],
+)
+def test_bad_retry_options_name_the_option_and_the_fix(
+    scheduler: Scheduler, options: dict[str, Any], shown: str
+) -> None:
+    with pytest.raises(InvalidJobError) as info:
+        scheduler.add("job", "* * * * *", noop, **options)
+    assert shown in str(info.value)
+    assert info.value.option == shown.split("=")[0]

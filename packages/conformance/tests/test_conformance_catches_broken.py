@@ -129,7 +129,8 @@ _CASES: dict[str, tuple[str, set[str], set[str]]] = {
             "test_lease_only_option_is_refused[catch_up_ms]",
             "test_lease_only_option_is_refused[hand_over]",
             "test_lease_only_option_is_refused[lease_ms]",
-            "test_lease_only_option_is_refused[max_attempts]",
+            "test_lease_only_option_is_refused[max_takeovers]",
+            "test_lease_only_option_is_refused[catch_up]",
             "test_lease_only_option_is_refused[overlap]",
             "test_claim_tier_defaults",
         },
@@ -174,6 +175,8 @@ _CASES: dict[str, tuple[str, set[str], set[str]]] = {
             "test_renewal_keeps_the_lease",
             "test_a_stale_owner_is_refused",
             "test_hand_over_lets_a_backup_take_over_at_once",
+            # A renewal that does not extend the lease lets a backup take over a run waiting for its retry.
+            "test_a_retry_keeps_the_lease",
             # The reference comparison renews a stale grant at step 6 of seed 0; other seeds may too.
             "test_same_answers_as_the_memory_store[0]",
         },

@@ -68,6 +68,8 @@ class ActiveRun:
     returned: Flag = dataclasses.field(default_factory=Flag)
     #: Set when the run's bookkeeping is done too (stop() waits for it).
     ended: Flag = dataclasses.field(default_factory=Flag)
+    #: Between two tries of a retried job: a cancel ends the wait (:meth:`cancel_job`).
+    between_tries: Flag | None = None
 
     #: The run's identity, computed once: the table is looked up by it several times per run.
     key: RunId = dataclasses.field(init=False)
@@ -76,7 +78,14 @@ class ActiveRun:
         self.key = self.grant.id
 
     def cancel_job(self) -> bool:
-        """Cancel the job function if it is still running; its bookkeeping is never interrupted."""
+        """Cancel the job function if it is still running; its bookkeeping is never interrupted.
+
+        Between two tries of a retried job this ends the wait for the retry,
+        so a stop or a lost lease does not wait out a retry's delay.
+        """
+        if self.between_tries is not None and not self.between_tries.is_set:
+            self.between_tries.set()
+            return True
         if not self.in_job or self.task is None or self.task.done():
             return False
         self.cancels += 1

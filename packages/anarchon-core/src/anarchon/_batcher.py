@@ -132,6 +132,19 @@ class ClaimBatcher:
             if not self._in_flight and self._idle is not None:
                 self._idle.set()
 
+    async def drain(self, timeout_s: float) -> None:
+        """Wait, at most ``timeout_s``, until the claim batches in flight are answered and their runs started.
+
+        ``stop()`` calls it before it waits for the runs. A grant answered
+        during the stop is then run (and handed over after the grace) like any
+        other; before, it was dropped with its batch's task, and its slot stayed
+        ``running`` under a lease nobody renewed, then was abandoned unrun once a
+        newer slot ran (found by the fleet test of ``catch_up="each"``).
+        """
+        if self._idle is not None and self._in_flight and timeout_s > 0:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), timeout_s)
+
     async def between_batches(self, limit: float, quiet_ms: int, next_due_ms: Callable[[], int | None]) -> None:
         """Wait until no claim batch is in flight or due within ``quiet_ms``.
 

@@ -2,8 +2,8 @@
 
 * **take-over**: every poll (a third of the shortest lease, at most a
   second), runs whose lease expired are granted to this instance again;
-* **catch-up**: at start, the newest slot missed while nobody could claim it
-  is claimed once, counting the slots it covers;
+* **catch-up**: at start, the slots missed while nobody could claim them are
+  claimed as the job's ``catch_up`` policy says (``_catchup.py``);
 * **recovery**: after a backend failure, claims pause; once the backend
   answers, dead runs are taken over first, then missed slots are caught up.
 """
@@ -17,11 +17,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from ._batcher import ClaimBatcher
+from ._catchup import plan_catch_up
 from ._health import BackendHealth
 from ._registry import JobRegistry
 from ._tasks import Tasks
 from ._timer import SlotTimer
-from .backend import Grant, LeaseBackend
+from .backend import Claim, Grant, LeaseBackend
 from .clock import Clock
 from .job import Job
 from .observers import Observers
@@ -120,8 +121,8 @@ class Recovery:
         return True
 
     async def catch_up(self) -> None:
-        """Run, once, the newest slot missed while no instance could claim it."""
-        jobs = [j for j in self._registry.all() if j.options.catch_up_ms > 0]
+        """Claim the slots missed while no instance could claim them, per each job's ``catch_up``."""
+        jobs = [j for j in self._registry.all() if j.options.catches_up]
         if not jobs:
             return
         try:
@@ -133,7 +134,7 @@ class Recovery:
 
     def _claim_missed(self, jobs: list[Job], marks: Mapping[str, int | None]) -> None:
         now = self._clock.now_ms()
-        claims = []
+        claims: list[Claim] = []
         for job in jobs:
             mark = marks.get(job.name)
             if mark is None:
@@ -145,17 +146,28 @@ class Recovery:
                 if first is None:
                     continue
                 mark = first - 1
-            missed, newest = job.schedule.count_between(mark, now)
-            if newest is not None and now - newest <= job.options.catch_up_ms:
-                log.info(
-                    "job %s: catching up slot %s, which covers %d missed slot(s)",
-                    job.name,
-                    ms_to_datetime(newest),
-                    missed,
-                    extra={"job": job.name, "slot_ms": newest, "instance": self._instance_id, "missed": missed},
-                )
-                claims.append(self._batcher.claim(job, newest, catch_up=True, missed=missed))
-                self._timer.caught_up(job.name, newest)
+            plan = plan_catch_up(job, mark, now)
+            if not plan.slots:
+                continue
+            log.info(
+                "job %s: catching up %s, covering %d missed slot(s) (catch_up=%r)",
+                job.name,
+                ", ".join(str(ms_to_datetime(slot)) for slot in plan.slots[:3]) + (" …" if len(plan.slots) > 3 else ""),
+                sum(plan.missed),
+                job.options.catch_up,
+                extra={
+                    "job": job.name,
+                    "slot_ms": plan.slots[-1],
+                    "instance": self._instance_id,
+                    "missed": sum(plan.missed),
+                },
+            )
+            # Oldest first, in this one batch: each claim finds the mark below its slot (see _catchup).
+            claims.extend(
+                self._batcher.claim(job, slot, catch_up=True, missed=missed)
+                for slot, missed in zip(plan.slots, plan.missed, strict=True)
+            )
+            self._timer.caught_up(job.name, plan.slots[-1])
         if claims:
             self._batcher.submit(claims)
 
@@ -185,6 +197,6 @@ class Recovery:
             if not await self.take_over(jobs):
                 delay = min(delay * 2, BACKOFF_MAX_MS)
                 continue
-            self._claim_missed([j for j in jobs if j.options.catch_up_ms > 0], marks)
+            self._claim_missed([j for j in jobs if j.options.catches_up], marks)
             self._health.recovered()
             return

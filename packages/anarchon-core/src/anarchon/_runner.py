@@ -18,6 +18,7 @@ from ._health import BackendHealth, error_text
 from ._heartbeat import Heartbeat
 from ._invoke import JobInvoker
 from ._keeper import LeaseKeeper, held_until, lose_lease
+from ._retry import invoke_with_retries
 from ._runlog import RunLog
 from .backend import Backend, Grant, LeaseBackend
 from .clock import Clock
@@ -48,7 +49,7 @@ def covering(job: Job, grant: Grant) -> Grant:
     after = grant.slot_ms
     if grant.supersedes is not None:
         after = grant.supersedes - 1
-    if grant.previous_mark is not None and job.options.catch_up_ms > 0:
+    if grant.previous_mark is not None and job.options.catches_up:
         after = min(after, grant.previous_mark)
     covered, _ = job.schedule.count_between(after, grant.slot_ms)
     if covered <= 1 and grant.supersedes is None:
@@ -137,7 +138,7 @@ class RunExecutor:
         self.runlog.started(ctx)
         recorded: str | None = None
         try:
-            status, error = await self.invoker.invoke(job, active)
+            status, error = await invoke_with_retries(self.invoker, job, active)
             # Other runs due now start before this one's record is written.
             await asyncio.sleep(0)
             stopped = status is RunStatus.CANCELLED and active.cancelled_by_stop

@@ -20,6 +20,10 @@ class RunContext:
     ``lease_lost`` turns true when this instance no longer owns the run (its
     lease was taken over or could not be renewed in time); a sync job should
     check it between steps, an async job is also cancelled.
+
+    ``attempt`` is the runner (1, or more after take-overs); ``retry`` is 0 on
+    a runner's first try of the slot and 1, 2, … on its retries after the job
+    raised (the ``retries`` option).
     """
 
     job: Job
@@ -31,6 +35,7 @@ class RunContext:
     catch_up: bool = False
     missed: int = 0
     lease_lost: bool = False
+    retry: int = 0
 
     @property
     def slot(self) -> datetime:

@@ -8,7 +8,10 @@ left unset it simply takes the claim tier's value.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sys
+import warnings
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,6 +26,7 @@ __all__ = [
     "MAX_ATTEMPTS",
     "MAX_DURATION_MS",
     "MAX_HISTORY_SIZE",
+    "MAX_RETRIES",
     "JobOptions",
     "check_history_limit",
     "check_job_name",
@@ -32,13 +36,19 @@ __all__ = [
 JOB_NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 Overlap = Literal["skip", "allow"]
+#: What an instance does with the slots nobody ran while no instance could claim them (lease tier).
+CatchUp = Literal["coalesce", "each", "none"]
+CATCH_UP_POLICIES: tuple[str, ...] = ("coalesce", "each", "none")
 
 #: Options only a lease backend can honour, with the value a claim backend has.
 LEASE_ONLY: dict[str, object] = {
     "lease_ms": None,
     "max_attempts": None,
+    "max_takeovers": None,
     "overlap": "allow",
     "catch_up_ms": 0,
+    "catch_up": "none",
+    "catch_up_max": None,
     "hand_over": False,
 }
 
@@ -57,6 +67,12 @@ MAX_DURATION_MS = 10 * 365 * 86_400_000
 MAX_HISTORY_SIZE = 1_000_000
 #: Tries of one slot.
 MAX_ATTEMPTS = 1_000_000
+#: Retries of one attempt after the job raised; its error text carries the count (see Run.retries).
+MAX_RETRIES = 1000
+#: Missed slots one catch-up with ``catch_up="each"`` claims in one batch.
+MAX_CATCH_UP = 10_000
+#: ``catch_up_max`` of a job with ``catch_up="each"`` that sets none: a day of hourly slots.
+CATCH_UP_EACH_DEFAULT = 24
 
 
 @dataclass(frozen=True)
@@ -71,13 +87,38 @@ class JobOptions:
     history_ttl_ms: int | None = None
     overlap: Overlap = "skip"
     lease_ms: int = 30_000
+    #: Runners one slot may have: the first, and one more per take-over after a runner died. Not
+    #: retries (``retries``). Set as ``max_takeovers`` (this minus one); backends read this field.
     max_attempts: int = 3
     catch_up_ms: int = 3_600_000
+    #: ``"coalesce"``: one run of the newest missed slot (``missed`` counts them); ``"each"``: one run
+    #: per missed slot, oldest first; ``"none"``: missed slots are not run.
+    catch_up: CatchUp = "coalesce"
+    #: With ``catch_up="each"``: the most missed slots run, the newest ones (``None`` on other policies).
+    catch_up_max: int | None = None
     hand_over: bool = True
     dst: DstPolicy = "cron"
+    #: Re-runs of a slot whose run raised (or timed out), by the same instance under the same lease.
+    retries: int = 0
+    #: Delay before the first retry; it doubles for each next one, up to ``retry_delay_max_ms``.
+    retry_delay_ms: int = 1000
+    retry_delay_max_ms: int = 300_000
+    #: Draw each delay from its upper half, so jobs that failed together do not retry in step.
+    retry_jitter: bool = True
+
+    @property
+    def max_takeovers(self) -> int:
+        """Take-overs one slot may have after its runner died (``max_attempts - 1``)."""
+        return self.max_attempts - 1
+
+    @property
+    def catches_up(self) -> bool:
+        """Whether missed slots are run at all (a window and a policy other than ``"none"``)."""
+        return self.catch_up_ms > 0 and self.catch_up != "none"
 
 
-OPTION_NAMES = frozenset(f.name for f in fields(JobOptions))
+#: What ``add()`` accepts: the fields, and ``max_takeovers``, the name of ``max_attempts`` since 0.x.
+OPTION_NAMES = frozenset(f.name for f in fields(JobOptions)) | {"max_takeovers"}
 
 
 def check_job_name(name: object) -> str:
@@ -119,10 +160,17 @@ INT_BOUNDS: dict[str, tuple[int, int, int]] = {
     "history_ttl_ms": (1, MAX_DURATION_MS, 7 * 86_400_000),
     "lease_ms": (MIN_LEASE_MS, MAX_DURATION_MS, 30_000),
     "max_attempts": (1, MAX_ATTEMPTS, 3),
+    "max_takeovers": (0, MAX_ATTEMPTS - 1, 2),
     "catch_up_ms": (0, MAX_DURATION_MS, 3_600_000),
+    "catch_up_max": (1, MAX_CATCH_UP, 24),
+    "retries": (0, MAX_RETRIES, 3),
+    "retry_delay_ms": (0, MAX_DURATION_MS, 1000),
+    "retry_delay_max_ms": (0, MAX_DURATION_MS, 300_000),
 }
 #: Options that may also be ``None`` (off).
-NULLABLE = frozenset({"timeout_ms", "history_ttl_ms"})
+NULLABLE = frozenset({"timeout_ms", "history_ttl_ms", "catch_up_max"})
+#: The True-or-False options.
+BOOLS = frozenset({"hand_over", "retry_jitter"})
 
 
 def _int(job: str, backend: str, option: str, value: object) -> int:
@@ -146,10 +194,17 @@ def _check_type(job: str, backend: str, option: str, value: object) -> None:
     """
     if option in INT_BOUNDS and not (value is None and option in NULLABLE):
         _int(job, backend, option, value)
-    elif option == "hand_over" and not isinstance(value, bool):
+    elif option in BOOLS and not isinstance(value, bool):
         raise InvalidJobError(
-            f"{_where(job, backend)}: hand_over={value!r} must be True or False",
-            option="hand_over",
+            f"{_where(job, backend)}: {option}={value!r} must be True or False",
+            option=option,
+            value=value,
+        )
+    elif option == "catch_up" and value not in CATCH_UP_POLICIES:
+        raise InvalidJobError(
+            f"{_where(job, backend)}: catch_up={value!r} must be 'coalesce' (one run covers the missed "
+            "slots), 'each' (one run per missed slot, oldest first) or 'none'",
+            option="catch_up",
             value=value,
         )
     elif option == "dst":
@@ -195,7 +250,7 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
                     option=option,
                     value=explicit[option],
                 )
-        values.update(overlap="allow", catch_up_ms=0, hand_over=False)
+        values.update(overlap="allow", catch_up_ms=0, catch_up="none", hand_over=False)
     if "history_ttl_ms" in explicit and explicit["history_ttl_ms"] is not None and not capabilities.history_ttl:
         raise UnsupportedOptionError(
             f"{_where(job, backend)}: history_ttl_ms={explicit['history_ttl_ms']!r} is refused: this backend "
@@ -204,6 +259,7 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
             option="history_ttl_ms",
             value=explicit["history_ttl_ms"],
         )
+    explicit = _takeovers_as_attempts(job, backend, explicit)
     values.update({k: v for k, v in explicit.items() if k not in LEASE_ONLY or capabilities.lease})
     opts = JobOptions(**values)
 
@@ -235,12 +291,10 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
             value=opts.overlap,
         )
     _dst(job, backend, opts.dst)
-    if not isinstance(opts.hand_over, bool):
-        raise InvalidJobError(
-            f"{_where(job, backend)}: hand_over={opts.hand_over!r} must be True or False",
-            option="hand_over",
-            value=opts.hand_over,
-        )
+    for option in BOOLS:
+        _check_type(job, backend, option, getattr(opts, option))
+    _check_type(job, backend, "catch_up", opts.catch_up)
+    opts = _check_policies(job, backend, opts)
     if opts.jitter_ms >= opts.max_late_ms:
         raise InvalidJobError(
             f"{_where(job, backend)}: jitter_ms={opts.jitter_ms} must be smaller than "
@@ -250,3 +304,73 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
             value=opts.jitter_ms,
         )
     return opts
+
+
+def _check_policies(job: str, backend: str, opts: JobOptions) -> JobOptions:
+    """The checks between the retry and catch-up options."""
+    where = _where(job, backend)
+    if opts.retry_delay_ms > opts.retry_delay_max_ms:
+        raise InvalidJobError(
+            f"{where}: retry_delay_ms={opts.retry_delay_ms} is above retry_delay_max_ms="
+            f"{opts.retry_delay_max_ms}, the cap of every retry's delay; lower retry_delay_ms or raise "
+            "retry_delay_max_ms",
+            option="retry_delay_ms",
+            value=opts.retry_delay_ms,
+        )
+    if opts.catch_up_max is not None and opts.catch_up != "each":
+        raise InvalidJobError(
+            f"{where}: catch_up_max={opts.catch_up_max} bounds catch_up='each', and this job's catch_up is "
+            f"{opts.catch_up!r} (one run covers every missed slot, or none runs); set catch_up='each' or "
+            "remove catch_up_max",
+            option="catch_up_max",
+            value=opts.catch_up_max,
+        )
+    if opts.catch_up == "each" and opts.overlap == "skip":
+        raise InvalidJobError(
+            f"{where}: catch_up='each' starts the missed slots' runs together, oldest first, which "
+            "overlap='skip' would skip but the first of; set overlap='allow' (the runs then overlap), or "
+            "use catch_up='coalesce' for one run that covers them",
+            option="catch_up",
+            value="each",
+        )
+    if opts.catch_up == "each" and opts.catch_up_max is None:
+        return dataclasses.replace(opts, catch_up_max=CATCH_UP_EACH_DEFAULT)
+    return opts
+
+
+def _stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside anarchon (the ``add()`` line)."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("anarchon"):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+def _takeovers_as_attempts(job: str, backend: str, explicit: dict[str, Any]) -> dict[str, Any]:
+    """``max_takeovers=N`` as the ``max_attempts=N + 1`` backends read; the old name still works, with a warning.
+
+    ``max_attempts`` counts *runners* (take-overs after a runner died), and
+    users read it as retries after the job raised, which ``retries`` is.
+    """
+    if "max_takeovers" not in explicit:
+        if explicit.get("max_attempts") is not None:
+            attempts = explicit["max_attempts"]
+            warnings.warn(
+                f"job {job!r}: max_attempts is deprecated, since it reads as retries and counts runners that "
+                f"died; use max_takeovers={attempts - 1} (the same limit: take-overs after a runner died), "
+                "and retries=N to re-run a job that raised",
+                DeprecationWarning,
+                stacklevel=_stacklevel(),
+            )
+        return explicit
+    if "max_attempts" in explicit:
+        raise InvalidJobError(
+            f"{_where(job, backend)}: max_attempts={explicit['max_attempts']!r} and max_takeovers="
+            f"{explicit['max_takeovers']!r} set the same limit (max_attempts is its old name); set max_takeovers only",
+            option="max_attempts",
+            value=explicit["max_attempts"],
+        )
+    renamed = {k: v for k, v in explicit.items() if k != "max_takeovers"}
+    if explicit["max_takeovers"] is not None:
+        renamed["max_attempts"] = explicit["max_takeovers"] + 1
+    return renamed

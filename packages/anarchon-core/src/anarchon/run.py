@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-__all__ = ["Run", "RunId", "RunStatus", "datetime_to_ms", "ms_to_datetime"]
+__all__ = ["Run", "RunId", "RunStatus", "datetime_to_ms", "ms_to_datetime", "retried_error"]
+
+#: The head of the error text of a retried run: ``"[2 retries] ValueError: boom"``. An error text
+#: made by the scheduler starts with an exception's type name, never with ``[``, so it cannot
+#: look like one.
+_RETRIED = re.compile(r"\[(\d{1,7}) retr(?:y|ies)\] ")
+
+
+def retried_error(error: str | None, retries: int) -> str | None:
+    """The error text recorded for a run retried ``retries`` times whose last failed try raised ``error``.
+
+    The count rides in the error text, which every backend already stores, so
+    retries needed no new column or field in any backend's records.
+    """
+    if retries <= 0 or error is None:
+        return error
+    return f"[{retries} {'retry' if retries == 1 else 'retries'}] {error}"
 
 
 class RunStatus(str, enum.Enum):
@@ -62,6 +79,11 @@ class Run:
     A slot has one record: a take-over updates it (``attempt`` grows, the
     instance changes), it is not a second record. Times are the runner's
     clock in UTC.
+
+    ``attempt`` counts *runners*: 1, then one more for each take-over after a
+    runner died (``max_attempts``). ``retries`` counts the re-runs one runner
+    made after the job raised (the ``retries`` option); a retried run's
+    ``error`` is its last failed try's, also when a later try succeeded.
     """
 
     job: str
@@ -86,6 +108,12 @@ class Run:
     def id(self) -> RunId:
         return RunId(self.job, self.slot_ms, self.manual)
 
+    @property
+    def retries(self) -> int:
+        """How many times the runner re-ran the job after it raised (read from the head of ``error``)."""
+        found = _RETRIED.match(self.error) if self.error else None
+        return int(found.group(1)) if found else 0
+
     def replace(self, **changes: Any) -> Run:
         return dataclasses.replace(self, **changes)
 
@@ -106,6 +134,7 @@ class Run:
             "duration_ms": self.duration_ms,
             "error": self.error,
             "missed": self.missed,
+            "retries": self.retries,
         }
 
     @classmethod

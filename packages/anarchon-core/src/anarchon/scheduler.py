@@ -372,7 +372,9 @@ class Scheduler(Steering):
             return
         self._stopping = True
         self._timer.stop()
-        await self._runner.stop(grace_ms)
+        began = time.monotonic()
+        await self._batcher.drain(grace_ms / 1000)  # grants answered now are run, not dropped
+        await self._runner.stop(max(0, grace_ms - round((time.monotonic() - began) * 1000)))
         left = await self._tasks.cancel_all(TASKS_BOUND_S)  # runs that ignore cancellation were waited for above
         if left:
             log.warning("stop: %d task(s) did not end within %.0f s of their cancel; left behind", left, TASKS_BOUND_S)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._lease import LEASE_MS, LeaseTests
     from ._liveness import LivenessTests
     from ._options import OptionTests
+    from ._policies import PolicyTests
     from ._ports import free_port
     from ._reference import ReferenceTests
     from ._requires import gated, requires
@@ -53,6 +54,7 @@ __all__ = [
     "PauseRefusalTests",
     "PauseTests",
     "PlantForeignRecord",
+    "PolicyTests",
     "ReferenceTests",
     "RobustnessTests",
     "SchedulerRobustnessTests",
@@ -93,6 +95,7 @@ _HOME = {
     "LeaseTests": "_lease",
     "LivenessTests": "_liveness",
     "OptionTests": "_options",
+    "PolicyTests": "_policies",
     "ReferenceTests": "_reference",
     "gated": "_requires",
     "free_port": "_ports",

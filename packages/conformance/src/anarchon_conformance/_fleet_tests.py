@@ -279,3 +279,100 @@ class FleetTests(FleetControlTests, SuiteBase):
 
         recorded = Counter(r.slot_ms for r in asyncio.run(history()) if r.slot_ms in in_range and not r.manual)
         assert recorded == Counter(wanted), "history does not hold exactly one record per slot of the range"
+
+    @requires("multi_process")
+    def test_a_failing_job_retries_on_its_runner_as_configured_and_stops(
+        self, fleet: FleetMaker, fleet_backend: dict[str, Any]
+    ) -> None:
+        """Three processes, two jobs every 2 s: one always raises (2 retries), one raises once (3 retries).
+
+        Each slot's tries are made by the instance that won it, one after the
+        other (never by two instances), as many as configured and no more;
+        history records each slot once, with its retry count.
+        """
+        retry = {"retry_delay_ms": 200, "retry_jitter": False, "jitter_ms": 300}
+        flaky = {
+            "job-broken": {"cron": "*/2 * * * * *", "fails": 99, "options": {**retry, "retries": 2}},
+            "job-mends": {"cron": "*/2 * * * * *", "fails": 1, "options": {**retry, "retries": 3}},
+        }
+        wanted = {"job-broken": 2, "job-mends": 1}  # the last try of a slot
+        with fleet(instances=3, jobs=0, flaky=flaky) as f:
+            f.start()
+
+            def enough() -> bool:
+                done = {(r["job"], r["slot"]) for r in f.ledger() if r["e"] == "try" and r["retry"] == wanted[r["job"]]}
+                return all(sum(1 for job, _ in done if job == name) >= 3 for name in wanted)
+
+            deadline = time.monotonic() + 40
+            while not enough() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            f.stop()
+            tries = [r for r in f.ledger() if r["e"] == "try"]
+        per_slot: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for r in tries:
+            per_slot.setdefault((r["job"], r["slot"]), []).append(r)
+        complete = {key: rs for key, rs in per_slot.items() if rs[-1]["retry"] == wanted[key[0]]}
+        assert sum(1 for job, _ in complete if job == "job-broken") >= 3, f"too few slots tried to the end: {per_slot}"
+        assert sum(1 for job, _ in complete if job == "job-mends") >= 3, f"too few slots tried to the end: {per_slot}"
+        for (job, slot), rs in per_slot.items():
+            first = rs[0]
+            same_runner = [r for r in rs if (r["instance"], r["attempt"]) == (first["instance"], first["attempt"])]
+            assert [r["retry"] for r in same_runner] == list(range(len(same_runner))), f"{job}@{slot}: {rs}"
+            assert len(same_runner) <= wanted[job] + 1, f"{job}@{slot} tried more often than configured: {rs}"
+        for (job, slot), rs in complete.items():
+            assert len({r["instance"] for r in rs}) == 1, f"{job}@{slot} tried by two instances: {rs}"
+
+        async def history(job: str) -> list[Run]:
+            return await Scheduler(build_backend(**fleet_backend)).history(job)
+
+        for job, status in (("job-broken", RunStatus.FAILED), ("job-mends", RunStatus.SUCCEEDED)):
+            records = {r.slot_ms: r for r in asyncio.run(history(job))}
+            for slot in (s for j, s in complete if j == job):
+                record = records[slot]
+                assert (record.status, record.retries, record.attempt) == (status, wanted[job], 1), record
+                assert record.instance == complete[(job, slot)][0]["instance"]
+
+    @requires("multi_process", "lease")
+    def test_a_fleet_back_from_an_outage_runs_each_missed_slot_once(
+        self, fleet: FleetMaker, fleet_backend: dict[str, Any]
+    ) -> None:
+        """``catch_up="each"``: 3 processes run two every-second jobs, all stop for 4 s, 3 new ones start.
+
+        Every slot of the outage is run once, as a catch-up (the new instances
+        race to claim the same batch), and no slot of the whole window twice.
+        """
+        options = {"jitter_ms": 200, "overlap": "allow", "catch_up": "each", "catch_up_max": 100}
+        with fleet(instances=3, jobs=2, options=options) as f:
+            f.start()
+            since = (f.ready_ms or 0) + 1000
+            f.wait_for(lambda r: r["e"] == "end" and r["slot"] >= since + 2000, timeout=30)
+            f.stop()
+            down_ms = f.stopping_ms or 0
+            time.sleep(4)  # the outage: every instance down, nobody claims
+            f.start()
+            back_ms = f.ready_ms or 0
+            f.wait_for(lambda r: r["e"] == "end" and r["slot"] >= back_ms + 2000, timeout=30)
+            f.stop()
+            ledger = f.ledger()
+            report = f.report(since_ms=since)
+        print(report.summary())
+        near = [r for r in ledger if any(r.get("job") == j and abs(r.get("slot", 0) - s) <= 2000 for j, s in
+                                         report.missed_slots + report.duplicate_slots)]  # fmt: skip
+        assert report.duplicates == 0, (report.duplicate_slots, near)
+        if report.missed:
+
+            async def records() -> list[Run]:
+                wanted = set(report.missed_slots)
+                scheduler = Scheduler(build_backend(**fleet_backend))
+                return [r for job in f.job_names() for r in await scheduler.history(job) if (job, r.slot_ms) in wanted]
+
+            missing = asyncio.run(records())
+            raise AssertionError(
+                f"slots nobody ran: {report.missed_slots}, outage {down_ms}..{back_ms}: {missing} {near}"
+            )
+        caught = [r for r in ledger if r["e"] == "start" and r.get("catch_up")]
+        for job in f.job_names():
+            outage = [s for s in f.expected(down_ms + 1000, back_ms - 1000)[job]]
+            theirs = sorted(r["slot"] for r in caught if r["job"] == job)
+            assert set(outage) <= set(theirs), f"{job}: outage slots {outage} not all caught up: {theirs}"
+            assert len(theirs) == len(set(theirs)), f"{job}: a slot caught up twice: {theirs}"

@@ -212,8 +212,11 @@ class Conformance:
         """Several instances, all started at once, as a fleet's processes start after a deploy."""
         return list(await asyncio.gather(*(self.instance() for _ in range(count))))
 
-    async def scheduler(self) -> Scheduler:
+    async def scheduler(self, *, start: bool = True) -> Scheduler:
         """A started :class:`~anarchon.Scheduler` on a fresh backend object: one more instance.
+
+        ``start=False`` leaves starting it to the test, for jobs that must be
+        there at start (catch-up runs once, at start).
 
         The scheduler owns that backend object (it starts and closes it); the
         suite stops the scheduler at teardown.
@@ -222,7 +225,8 @@ class Conformance:
 
         scheduler = Scheduler(self._make(), instance_id=f"sched{len(self.schedulers_made)}-{secrets.token_hex(2)}")
         self.schedulers_made.append(scheduler)
-        await scheduler.start()
+        if start:
+            await scheduler.start()
         return scheduler
 
     def job(self, prefix: str = "cf", **options: Any) -> Job:

@@ -91,7 +91,7 @@ class LeaseTests(SuiteBase):
         return a, first, b, second
 
     async def test_expired_lease_is_taken_over_with_a_higher_fencing_token(self, conformance: Conformance) -> None:
-        job = conformance.job("takeover", lease_ms=LEASE_MS, max_attempts=3)
+        job = conformance.job("takeover", lease_ms=LEASE_MS, max_takeovers=2)
         _, first, b, second = await self._taken_over(conformance, job)
         assert (second.job, second.slot_ms, second.instance, second.attempt) == (job.name, first.slot_ms, b.id, 2)
         assert _grows(first.fencing, second.fencing), (
@@ -102,7 +102,7 @@ class LeaseTests(SuiteBase):
         assert (run.status, run.instance, run.attempt, run.fencing) == (RunStatus.RUNNING, b.id, 2, second.fencing)
 
     async def test_a_stale_owner_is_refused(self, conformance: Conformance) -> None:
-        job = conformance.job("stale", lease_ms=LEASE_MS, max_attempts=3)
+        job = conformance.job("stale", lease_ms=LEASE_MS, max_takeovers=2)
         a, first, b, second = await self._taken_over(conformance, job)
         before = await conformance.record(job, first.slot_ms)
         assert not await a.renew(first), "renew() by a stale owner returned True"
@@ -131,7 +131,7 @@ class LeaseTests(SuiteBase):
         assert (run.status, run.instance, run.attempt) == (RunStatus.SUCCEEDED, b.id, 2)
 
     async def test_max_attempts_then_abandoned(self, conformance: Conformance) -> None:
-        job = conformance.job("attempts", lease_ms=LEASE_MS, max_attempts=2)
+        job = conformance.job("attempts", lease_ms=LEASE_MS, max_takeovers=1)
         a, b, c = await conformance.instances(3)
         (slot,) = conformance.slots(1)
         await _won(a, job, slot)
@@ -139,9 +139,9 @@ class LeaseTests(SuiteBase):
         (second,) = _taken(await b.take_over(job))
         assert second.attempt == 2
         await _expire(conformance)
-        assert await c.take_over(job) == [], "a run was taken over after max_attempts=2 attempts"
+        assert await c.take_over(job) == [], "a run was taken over after max_takeovers=1 take-over"
         run = await conformance.record(job, slot)
-        assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_attempts the record is {run!r}"
+        assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_takeovers the record is {run!r}"
 
     @pytest.mark.parametrize("overlap", ["skip", "allow"])
     async def test_a_newer_slot_abandons_an_older_dead_run(self, conformance: Conformance, overlap: str) -> None:
@@ -297,7 +297,7 @@ class LeaseTests(SuiteBase):
 
     async def test_hand_over_lets_a_backup_take_over_at_once(self, conformance: Conformance) -> None:
         """Hand-over on stop: no waiting for the (here 30 s) lease, even with no attempts left."""
-        job = conformance.job("handover", lease_ms=30_000, max_attempts=1)
+        job = conformance.job("handover", lease_ms=30_000, max_takeovers=0)
         a, b = await conformance.instances(2)
         (slot,) = conformance.slots(1)
         first = await _won(a, job, slot)
@@ -311,8 +311,8 @@ class LeaseTests(SuiteBase):
         assert await b.finish(second)
 
     async def test_a_hand_over_does_not_use_up_an_attempt(self, conformance: Conformance) -> None:
-        """``max_attempts`` counts runners that died: a run handed over on stop goes on as the same attempt."""
-        job = conformance.job("handed", lease_ms=LEASE_MS, max_attempts=2)
+        """``max_takeovers`` counts runners that died: a run handed over on stop goes on as the same attempt."""
+        job = conformance.job("handed", lease_ms=LEASE_MS, max_takeovers=1)
         a, b, c, d = await conformance.instances(4)
         (slot,) = conformance.slots(1)
         first = await _won(a, job, slot)
@@ -322,10 +322,10 @@ class LeaseTests(SuiteBase):
         await _expire(conformance)  # b dies: attempt 1 is used up
         (third,) = _taken(await c.take_over(job))
         assert (third.instance, third.attempt) == (c.id, 2)
-        await _expire(conformance)  # c dies too: max_attempts=2 are used up
-        assert await d.take_over(job) == [], "a run was taken over after max_attempts=2 runners died"
+        await _expire(conformance)  # c dies too: max_takeovers=1 is used up
+        assert await d.take_over(job) == [], "a run was taken over after its max_takeovers=1 was used up"
         run = await conformance.record(job, slot)
-        assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_attempts the record is {run!r}"
+        assert (run.status, run.attempt) == (RunStatus.ABANDONED, 2), f"after max_takeovers the record is {run!r}"
 
     async def test_an_older_slot_is_never_granted(self, conformance: Conformance) -> None:
         """The mark: a slot older than (or equal to) the newest granted one is LOST, even once trimmed."""

@@ -28,14 +28,15 @@ BAD_NAMES = ["a.b", "a b", "../x", "ä", "a*b", "a>b", "", "x" * 101, "{tag}", "
 #: A lease-only option set explicitly, with a value only a lease can honour.
 LEASE_ONLY_OPTIONS: dict[str, Any] = {
     "lease_ms": 300,
-    "max_attempts": 2,
+    "max_takeovers": 1,
     "overlap": "skip",
     "catch_up_ms": 60_000,
+    "catch_up": "coalesce",
     "hand_over": True,
 }
 
 #: The values a claim backend has; setting them explicitly is harmless.
-CLAIM_TIER_VALUES: dict[str, Any] = {"overlap": "allow", "catch_up_ms": 0, "hand_over": False}
+CLAIM_TIER_VALUES: dict[str, Any] = {"overlap": "allow", "catch_up_ms": 0, "catch_up": "none", "hand_over": False}
 
 
 class OptionTests(SuiteBase):
@@ -124,7 +125,7 @@ class OptionTests(SuiteBase):
         """Unset lease-only options take the claim tier's values; set to those values they are accepted."""
         for job in (conformance.job(), conformance.job(**CLAIM_TIER_VALUES)):
             opts = job.options
-            assert (opts.overlap, opts.catch_up_ms, opts.hand_over) == ("allow", 0, False), opts
+            assert (opts.overlap, opts.catch_up_ms, opts.catch_up, opts.hand_over) == ("allow", 0, "none", False), opts
 
     @pytest.mark.asyncio
     @requires("lease")

@@ -101,8 +101,8 @@ class ReferenceTests(SuiteBase):
         backends = [(await conformance.instance()).leases for _ in range(2)]
         mem = MemoryBackend(MemoryStore(clock=lambda: NOW))
         jobs = [
-            conformance.job(f"s{seed}-skip", lease_ms=60_000, max_attempts=2, history_size=4),
-            conformance.job(f"s{seed}-allow", lease_ms=60_000, max_attempts=3, history_size=6, overlap="allow"),
+            conformance.job(f"s{seed}-skip", lease_ms=60_000, max_takeovers=1, history_size=4),
+            conformance.job(f"s{seed}-allow", lease_ms=60_000, max_takeovers=2, history_size=6, overlap="allow"),
         ]
         taken: Taken = set()  # runs granted by a take-over
         ours, theirs = _View(taken), _View(taken)

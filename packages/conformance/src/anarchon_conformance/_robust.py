@@ -54,7 +54,7 @@ def largest_options(backend: Backend) -> dict[str, Any]:
     """
     options: dict[str, Any] = {"history_size": MAX_HISTORY_SIZE, "timeout_ms": MAX_DURATION_MS}
     if backend.capabilities.lease:
-        options.update(lease_ms=MAX_DURATION_MS, max_attempts=MAX_ATTEMPTS, catch_up_ms=MAX_DURATION_MS)
+        options.update(lease_ms=MAX_DURATION_MS, max_takeovers=MAX_ATTEMPTS - 1, catch_up_ms=MAX_DURATION_MS)
     if backend.capabilities.history_ttl:
         options["history_ttl_ms"] = MAX_DURATION_MS
     return options
@@ -131,7 +131,11 @@ class RobustnessTests(SuiteBase):
     ) -> None:
         """A property test: every run granted ends recorded in the final status it finished with."""
         lease = conformance.lease
-        bounds = {k: v for k, v in INT_BOUNDS.items() if lease or k not in ("lease_ms", "max_attempts", "catch_up_ms")}
+        bounds = {
+            k: v
+            for k, v in INT_BOUNDS.items()
+            if lease or k not in ("lease_ms", "max_attempts", "max_takeovers", "catch_up_ms", "catch_up_max")
+        }
         if not conformance.capabilities.history_ttl:
             bounds.pop("history_ttl_ms")
         option_values = st.dictionaries(

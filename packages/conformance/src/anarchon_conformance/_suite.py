@@ -9,6 +9,7 @@ from ._history import HistoryTests
 from ._lease import LeaseTests
 from ._liveness import LivenessTests
 from ._options import OptionTests
+from ._policies import PolicyTests
 from ._reference import ReferenceTests
 from ._robust import RobustnessTests, SchedulerRobustnessTests
 from ._scheduler import SchedulerTests
@@ -22,6 +23,7 @@ class BackendSuite(
     OptionTests,
     LeaseTests,
     LivenessTests,
+    PolicyTests,
     ReferenceTests,
     SchedulerTests,
     RobustnessTests,

@@ -88,6 +88,7 @@ class Fleet:
         skews_ms: Sequence[int] = (),
         grace_ms: int = 10_000,
         env: dict[str, str] | None = None,
+        flaky: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         if not backend and not backend_class:
             raise ValueError("Fleet needs backend= (a URL) or backend_class= (module:Class)")
@@ -127,6 +128,9 @@ class Fleet:
         #: running any of it: a kill that lands mid-claim (``instance --die-mid-claim``).
         self.die_mid_claim = self.workdir / "die-mid-claim"
         self._argv_base += ["--die-mid-claim", str(self.die_mid_claim)]
+        if flaky:
+            # {"name": {"cron": "…", "fails": N, "options": {…}}}: raise on the first N tries of each slot.
+            self._argv_base += ["--flaky", json.dumps(flaky)]
         if slow_cron:
             self._argv_base += ["--slow-cron", slow_cron, "--slow-seconds", str(slow_seconds)]
             self._argv_base += ["--slow-options", json.dumps(self.slow_options)]

@@ -1,8 +1,9 @@
 """One instance process of a fleet: a scheduler whose every run leaves a line in the ledger.
 
 Every instance appends one JSON line when a run starts, ends, or a slot is
-skipped for overlap, to a file outside the backend (``O_APPEND`` writes of
-one short line are atomic on a local file system), so the ledger survives
+skipped for overlap (for the ``--flaky`` jobs: at each try, as ``try``), to a
+file outside the backend (``O_APPEND`` writes of one short line are atomic on
+a local file system), so the ledger survives
 whatever happens to the backend and to the instances.
 
 Run as ``python -m anarchon_conformance.instance --id ID --ledger PATH …``
@@ -106,6 +107,19 @@ def _instance_main(args: argparse.Namespace) -> None:
     for i in range(args.jobs):
         name = f"{args.job_prefix}{i:02d}"
         scheduler.add(name, args.cron, make(name, 0), **options)
+
+    def make_flaky(name: str, fails: int) -> Any:
+        async def job(ctx: RunContext) -> None:
+            ledger.write("try", job=name, slot=ctx.slot_ms, attempt=ctx.attempt, retry=ctx.retry)
+            if ctx.retry < fails:
+                raise RuntimeError(f"{name}: try {ctx.retry} fails on purpose")
+
+        return job
+
+    for name, spec in json.loads(args.flaky or "{}").items():
+        scheduler.add(
+            name, spec["cron"], make_flaky(name, int(spec["fails"])), **{**options, **spec.get("options", {})}
+        )
     if args.slow_cron:
         slow_options = {**options, **json.loads(args.slow_options or "{}")}
         name = f"{args.job_prefix}slow"
@@ -149,6 +163,9 @@ def _instance_parser() -> argparse.ArgumentParser:
     p.add_argument("--slow-cron")
     p.add_argument("--slow-seconds", type=float, default=3.0)
     p.add_argument("--slow-options", help="JSON object of options for the slow job")
+    p.add_argument(
+        "--flaky", help='JSON {"name": {"cron": …, "fails": N, "options": {…}}}: jobs that raise on their first N tries'
+    )
     p.add_argument("--skew-ms", type=int, default=0)
     p.add_argument("--grace-ms", type=int, default=10_000)
     p.add_argument("--die-mid-claim", help="a path: once it exists, SIGKILL after a granted claim batch")
