@@ -52,6 +52,17 @@ def _backend_class(spec: dict[str, Any]) -> type[Backend]:
     return PluginManager().schemes()[url_scheme(spec["backend"])]
 
 
+def _near(fleet: Fleet, keys: list[tuple[str, int]], within_ms: int = 3000) -> list[dict[str, Any]]:
+    """The ledger records of these jobs within ``within_ms`` of these slots, and every kill: what a
+    failing count needs to be understood after the fleet's folder is gone."""
+    return [
+        r
+        for r in fleet.ledger()
+        if r["e"] == "die"
+        or any(r.get("job") == job and abs(int(r.get("slot", 0)) - slot) <= within_ms for job, slot in keys)
+    ]
+
+
 @pytest.mark.slow
 class FleetTests(FleetControlTests, SuiteBase):
     """Every slot once across processes; after ``kill -9``, a take-over on lease backends, a lost run on claim ones."""
@@ -120,7 +131,7 @@ class FleetTests(FleetControlTests, SuiteBase):
         assert second["fencing"] > first["fencing"]
         assert take_over.took_ms <= lease_ms + jitter_ms + lease_ms * POLL_SLACK + 500
         assert report.duplicates == 0, report.duplicate_slots
-        assert report.missed == 0, report.missed_slots
+        assert report.missed == 0, (report.missed_slots, _near(f, report.missed_slots))
         assert report.take_overs >= 1
 
         async def history() -> list[Run]:
@@ -162,7 +173,7 @@ class FleetTests(FleetControlTests, SuiteBase):
         assert take_over.second["instance"] != take_over.first["instance"]
         assert take_over.took_ms <= 2000, f"the slow job's run was taken over {take_over.took_ms} ms after the kill"
         assert report.duplicates == 0, report.duplicate_slots
-        assert report.missed == 0, report.missed_slots
+        assert report.missed == 0, (report.missed_slots, _near(f, report.missed_slots))
         assert report.slots >= 50 * 12, f"only {report.slots} slots in the window"
         # A grant of the dead batch is taken over once its owner's heartbeat expires (up to 1.5 s);
         # the next slot of that job, claimed within that time, is skipped for overlap: at most one each.
