@@ -39,6 +39,7 @@ class Burst:
     duplicates: int
     first_start_ms: float
     p50_start_ms: float
+    p99_start_ms: float
     last_start_ms: float
     instance_cpu_s_per_1000: float
     server_cpu_s_per_1000: float
@@ -86,6 +87,7 @@ def burst(target: Target, ns: str, bursts: int = 2, jobs: int = JOBS) -> list[Bu
                         duplicates=len(keys) - runs,
                         first_start_ms=delays[0] if delays else float("nan"),
                         p50_start_ms=percentile(delays, 50),
+                        p99_start_ms=percentile(delays, 99),
                         last_start_ms=delays[-1] if delays else float("nan"),
                         instance_cpu_s_per_1000=cpu_i / runs * 1000 if runs else float("nan"),
                         server_cpu_s_per_1000=cpu_s / runs * 1000 if runs and server else float("nan"),
@@ -94,8 +96,8 @@ def burst(target: Target, ns: str, bursts: int = 2, jobs: int = JOBS) -> list[Bu
                 b = out[-1]
                 print(
                     f"\n    burst {k + 1}: {b.runs:,}/{jobs:,} started, last {b.last_start_ms:.0f} ms after the slot "
-                    f"(p50 {b.p50_start_ms:.0f}), CPU per 1,000 runs: instances {b.instance_cpu_s_per_1000:.3f} s, "
-                    f"server {b.server_cpu_s_per_1000:.3f} s",
+                    f"(p50 {b.p50_start_ms:.0f}, p99 {b.p99_start_ms:.0f}), CPU per 1,000 runs: "
+                    f"instances {b.instance_cpu_s_per_1000:.3f} s, server {b.server_cpu_s_per_1000:.3f} s",
                     end="",
                     flush=True,
                 )

@@ -95,8 +95,9 @@ def long_markdown(info: dict[str, str], results: list[LongResult], args: str, ch
                 r.name,
                 str(k),
                 f"{b.runs:,} / {b.jobs:,}",
+                str(b.jobs - b.runs),
                 str(b.duplicates),
-                f"{_f(b.first_start_ms)} / {_f(b.p50_start_ms)}",
+                f"{_f(b.first_start_ms)} / {_f(b.p50_start_ms)} / {_f(b.p99_start_ms)}",
                 f"{_f(b.last_start_ms)}{_mark(b.runs == b.jobs and b.last_start_ms <= BURST_TARGET_MS)}",
                 _f(b.instance_cpu_s_per_1000, 3),
                 _f(b.server_cpu_s_per_1000, 3),
@@ -104,7 +105,8 @@ def long_markdown(info: dict[str, str], results: list[LongResult], args: str, ch
             for r in bursts
             for k, b in enumerate(r.bursts, 1)
         ]
-        header = ["backend", "burst", "started", "dup", "first / p50 start ms", "last start ms (goal ≤ 2,000)"]
+        header = ["backend", "burst", "started", "missed", "dup", "first / p50 / p99 start ms"]
+        header += ["last start ms (goal ≤ 2,000)"]
         lines += [*_table([*header, "CPU s per 1,000 runs, instances", "server"], rows), ""]
     many = [r for r in results if r.many]
     if many:

@@ -735,3 +735,37 @@ async def test_with_default_options_no_slot_of_an_every_second_job_is_lost() -> 
     for j in range(50):
         for slot in window:
             assert runs[(f"job-{j:02d}", slot)] == 1, f"job-{j:02d} @ {slot}: {runs[(f'job-{j:02d}', slot)]} runs"
+
+
+async def test_slots_due_together_past_a_part_are_claimed_in_parts_two_at_a_time() -> None:
+    """2,500 slots of one instant: parts of at most 1,000, never more than two out at once, each run once."""
+    from anarchon._batcher import PART, PARTS_AT_ONCE
+
+    sizes: list[int] = []
+    out = [0, 0]  # now, most
+
+    class Counting(MemoryBackend):
+        async def claim(self, claims: Sequence[Claim]) -> list[Any]:
+            sizes.append(len(claims))
+            out[0] += 1
+            out[1] = max(out[1], out[0])
+            try:
+                await asyncio.sleep(0.05)  # answered later, so the parts could pile up
+                return await super().claim(claims)
+            finally:
+                out[0] -= 1
+
+    ran: Counter[str] = Counter()
+    s = Scheduler(Counting(), instance_id="parts")
+    for i in range(2500):
+        s.add(f"j{i}", "* * * * * *", lambda ctx: ran.update([ctx.job.name]), jitter_ms=0)
+    await s.start()
+    try:
+        await wait_until(lambda: len(ran) == 2500)
+    finally:
+        await s.stop()
+    burst = sizes[:3]
+    assert sorted(burst) == [500, 1000, 1000], f"the first instant's claims went out as {sizes[:6]}"
+    assert max(sizes) <= PART
+    assert out[1] <= PARTS_AT_ONCE, f"{out[1]} parts were out at once"
+    assert max(ran.values()) == 1

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from ._batcher import ClaimBatcher
 from ._catchup import plan_catch_up
@@ -75,15 +75,15 @@ class Recovery:
 
     async def take_over_loop(self) -> None:
         while not self._stopping():
-            jobs = self._registry.all()
-            leases = [j.options.lease_ms for j in jobs] or [TAKE_OVER_POLL_MS * 3]
-            period = min(TAKE_OVER_POLL_MS, min(leases) / 3) / 1000
+            jobs = self._registry.snapshot()
+            shortest = self._registry.lowest("lease_ms") or TAKE_OVER_POLL_MS * 3
+            period = min(TAKE_OVER_POLL_MS, shortest / 3) / 1000
             await asyncio.sleep(period * random.uniform(0.75, 1.25))
             await self._batcher.between_batches(period / 4, TAKE_OVER_QUIET_MS, self._timer.next_at_ms)
             if jobs and not self._stopping():
                 await self.take_over(jobs)
 
-    async def take_over(self, jobs: list[Job]) -> bool:
+    async def take_over(self, jobs: Sequence[Job]) -> bool:
         """One take-over pass: run every expired run the backend grants this instance."""
         if not self._beating():
             return False

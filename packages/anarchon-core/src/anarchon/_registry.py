@@ -21,6 +21,13 @@ class JobRegistry:
         self._jobs: dict[str, Job] = {}
         self._explicit: dict[str, dict[str, Any]] = {}
         self._generation: dict[str, int] = {}
+        #: :meth:`snapshot` and :meth:`lowest`, kept until the next change.
+        self._snapshot: tuple[Job, ...] | None = None
+        self._lowest: dict[str, int | None] = {}
+
+    def _changed(self) -> None:
+        self._snapshot = None
+        self._lowest.clear()
 
     @property
     def view(self) -> MappingProxyType[str, Job]:
@@ -35,18 +42,36 @@ class JobRegistry:
     def all(self) -> list[Job]:
         return list(self._jobs.values())
 
+    def snapshot(self) -> tuple[Job, ...]:
+        """Every job, one tuple shared until a job is added or removed.
+
+        The polls (take-over every second, the clock check) read all jobs: a
+        fresh list of 100,000 each time was most of an idle scheduler's CPU.
+        """
+        if self._snapshot is None:
+            self._snapshot = tuple(self._jobs.values())
+        return self._snapshot
+
+    def lowest(self, option: str) -> int | None:
+        """The smallest value of a numeric job option (``lease_ms``, ``max_late_ms``), ``None`` with no job."""
+        if option not in self._lowest:
+            self._lowest[option] = min((getattr(j.options, option) for j in self._jobs.values()), default=None)
+        return self._lowest[option]
+
     def add(self, job: Job, options: dict[str, Any]) -> None:
         if job.name in self._jobs:
             raise ValueError(f"a job named {job.name!r} is already added; remove() it first or pick another name")
         self._jobs[job.name] = job
         self._explicit[job.name] = options
         self._generation[job.name] = self._generation.get(job.name, 0) + 1
+        self._changed()
 
     def remove(self, name: str) -> Job:
         job = self.get(name)
         del self._jobs[name]
         self._explicit.pop(name, None)
         self._generation[name] += 1
+        self._changed()
         return job
 
     def get(self, name: str) -> Job:
@@ -72,3 +97,4 @@ class JobRegistry:
     def rebuild(self, build: Callable[..., Job]) -> None:
         """Build every job again (for another backend); nothing changes unless all succeed."""
         self._jobs = {name: build(name, job.cron, job.func, **self._explicit[name]) for name, job in self._jobs.items()}
+        self._changed()

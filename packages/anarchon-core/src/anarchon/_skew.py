@@ -46,8 +46,8 @@ async def watch_skew(
             health.failed("now_ms", exc)
         else:
             observers.clock_checked(backend, skew)
-            limits = [j.options.max_late_ms // 4 for j in registry.all()]
-            if limits and abs(skew) > min(limits):
+            lowest = registry.lowest("max_late_ms")
+            if lowest is not None and abs(skew) > lowest // 4:
                 log.warning(
                     "this instance's clock is %d ms off the backend's (more than a quarter of max_late_ms); "
                     "slots will be claimed early or late: synchronise the clock (NTP)",

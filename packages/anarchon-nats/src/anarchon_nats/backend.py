@@ -26,6 +26,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, Outcome
+from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError, InvalidJobError
 from anarchon.options import check_history_limit, check_job_name
 
@@ -41,6 +42,7 @@ from ._names import (
 )
 from ._records import decode_claim, encode_claim, encode_result, join_history
 from ._replicas import single_copy_warning
+from ._requests import Requests, stored_data
 from ._stream import StreamNeeds, ensure_stream
 from ._url import check_server, connect_credentials, read_nats_url
 
@@ -130,6 +132,8 @@ class NatsBackend(Backend):
         self._js: JetStreamContext | None = None
         self._per_subject = 0
         self._needed = self.history_size
+        self._requests = Requests()
+        self._finishes: Batcher[tuple[str, bytes, str]] = Batcher(self._publish_results, in_flight=4)
 
     @classmethod
     def from_url(cls, url: str) -> NatsBackend:
@@ -234,6 +238,8 @@ class NatsBackend(Backend):
                 log.debug("closing the NATS client failed: %s", exc)
 
     async def close(self) -> None:
+        if self._js is not None:
+            await self._finishes.drain()
         nc, self._nc, self._js = self._nc, None, None
         if nc is not None:
             await self._drop(nc)
@@ -292,14 +298,14 @@ class NatsBackend(Backend):
         if len(claims) == 1:
             acks: list[PubAck | BaseException] = [await self._publish_claim(js, claims[0])]
         else:
-            acks = list(await asyncio.gather(*(self._publish_claim(js, c) for c in claims), return_exceptions=True))
+            acks = await self._publish_claims(js, claims)
         for ack in acks:
             if isinstance(ack, BaseException):
                 raise ack
         stored = {
             i: ack.seq for i, ack in enumerate(acks) if isinstance(ack, PubAck) and ack.duplicate
         }  # BROKER-NOTES: duplicate is None, not False, for a message the stream stored
-        found = await asyncio.gather(*(self._stored_claim(js, seq) for seq in stored.values()))
+        found = await self._stored_claims(list(stored.values()))
         owners = dict(zip(stored, found, strict=True))
         results = []
         for i, c in enumerate(claims):
@@ -321,24 +327,60 @@ class NatsBackend(Backend):
             headers={_MSG_ID: claim_msg_id(c.job, c.slot_ms, c.manual)},
         )
 
-    async def _stored_claim(self, js: JetStreamContext, seq: int) -> tuple[str, int] | None:
-        """The token and start time of the claim the stream kept; ``None`` if it is gone (trimmed)."""
-        try:
-            msg = await js.get_msg(self.stream, seq)
-        except NotFoundError:
-            return None
-        record = decode_claim(msg.data)
-        return (record.token, record.started_at_ms) if record is not None else None
+    async def _publish_claims(self, js: JetStreamContext, claims: Sequence[Claim]) -> list[PubAck | BaseException]:
+        return await self._publish_all(
+            js,
+            [
+                (claims_subject(self.prefix, c.job), encode_claim(c), claim_msg_id(c.job, c.slot_ms, c.manual))
+                for c in claims
+            ],
+        )
+
+    async def _publish_all(
+        self, js: JetStreamContext, messages: Sequence[tuple[str, bytes, str]]
+    ) -> list[PubAck | BaseException]:
+        """Every message ``(subject, payload, msg id)`` published before any ack is awaited, the acks together.
+
+        ``publish_async`` answers each publish with a future on one reply
+        subscription: a batch of 1,000 was 1,000 tasks (``gather``), each with
+        a request and a timer of its own, and at 1,000 every-second jobs on
+        three instances that overhead alone outgrew the second (the soak fell
+        behind and never caught up). One ``wait`` with one timeout now.
+        """
+        futures = [
+            await js.publish_async(subject, payload, stream=self.stream, headers={_MSG_ID: msg_id})
+            for subject, payload, msg_id in messages
+        ]
+        _, late = await asyncio.wait(futures, timeout=REQUEST_TIMEOUT_S)
+        for future in late:
+            future.cancel()
+        return [nats.errors.TimeoutError() if f.cancelled() else (f.exception() or f.result()) for f in futures]
+
+    async def _publish_results(self, messages: Sequence[tuple[str, bytes, str]]) -> list[PubAck | BaseException]:
+        """The batcher's send: the finishes of one event-loop turn, published together."""
+        return await self._publish_all(self._jetstream(), messages)
+
+    async def _stored_claims(self, seqs: list[int]) -> list[tuple[str, int] | None]:
+        """The token and start time of each claim the stream kept; ``None`` where it is gone (trimmed)."""
+        if not seqs:
+            return []
+        assert self._nc is not None
+        subject = f"{self._jetstream()._prefix}.STREAM.MSG.GET.{self.stream}"
+        replies = await self._requests.all(
+            self._nc, [(subject, b'{"seq":%d}' % seq) for seq in seqs], REQUEST_TIMEOUT_S
+        )
+        out: list[tuple[str, int] | None] = []
+        for reply in replies:
+            data = stored_data(reply)
+            record = decode_claim(data) if data is not None else None
+            out.append((record.token, record.started_at_ms) if record is not None else None)
+        return out
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         """Publish the run's result; a claim backend has no stale owners, so always ``True``."""
-        js = self._jetstream()
-        await js.publish(
-            results_subject(self.prefix, grant.job),
-            encode_result(grant, run),
-            stream=self.stream,
-            headers={_MSG_ID: result_msg_id(grant.job, grant.slot_ms, grant.manual)},
-        )
+        self._jetstream()
+        subject, msg_id = results_subject(self.prefix, grant.job), result_msg_id(grant.job, grant.slot_ms, grant.manual)
+        await self._finishes.call((subject, encode_result(grant, run), msg_id))
         return True
 
     # -- history -------------------------------------------------------------------

@@ -112,6 +112,22 @@ class LivenessTests(SuiteBase):
         dead = await conformance.record(job, first_slot)
         assert dead.status is RunStatus.ABANDONED, f"the dead run's record is {dead.status.value}"
 
+    async def test_a_batch_of_claims_after_dead_runs_is_not_skipped(self, conformance: Conformance) -> None:
+        """The same rule when the next slots of several jobs are claimed together (one script, one statement)."""
+        jobs = [conformance.job(f"hb-batch{i}", overlap="skip") for i in range(3)]
+        a, b = await conformance.instances(2)
+        first_slot, next_slot = conformance.slots(2)
+        await a.beat(TTL_MS)
+        for job in jobs:
+            await _won(a, job, first_slot)
+        await a.stop_beating()
+        await _seen_dead(b, a)
+        results = await b.claim_all([b.make_claim(job, next_slot) for job in jobs])
+        assert [r.outcome for r in results] == [Outcome.WON] * len(jobs), (
+            f"a batch of claims after dead runs answered {[r.outcome.name for r in results]}"
+        )
+        assert all(r.grant is not None and r.grant.supersedes == first_slot for r in results)
+
     async def test_an_owner_without_a_heartbeat_keeps_its_lease(self, conformance: Conformance) -> None:
         """No record is not a dead record: an instance that never beat (an older version) keeps the lease rule."""
         job = conformance.job("hb-none", overlap="skip")

@@ -24,7 +24,7 @@ end
 local mark, fencing, won, bad = read_state(state)
 if bad then return redis.error_reply(bad) end
 local now = now_ms()
-local dead = read_dead(5)
+local dead = read_dead(ARGV, 5)
 -- A late claim was delayed past a newer slot's: too late to run. Overlapped by an older run all
 -- along, it is recorded skipped (the mark stays); otherwise it leaves no record.
 local late = not manual and mark and slot <= mark

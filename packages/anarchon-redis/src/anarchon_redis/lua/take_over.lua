@@ -15,7 +15,7 @@ for _, rid in ipairs(redis.call('ZRANGEBYSCORE', live, '(' .. num(now), '+inf'))
   local r = decode(raw)
   if r and string.sub(r.token, 1, #mine) == mine then out[#out + 1] = raw end
 end
-local dead = read_dead(6)
+local dead = read_dead(ARGV, 6)
 -- Without dead owners only the expired leases; with them every lease, each judged below.
 local leases = dead and redis.call('ZRANGE', live, 0, -1, 'WITHSCORES')
   or redis.call('ZRANGEBYSCORE', live, '-inf', num(now), 'WITHSCORES')

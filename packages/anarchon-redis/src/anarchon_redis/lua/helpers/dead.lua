@@ -1,11 +1,12 @@
 -- Liveness (see anarchon_redis._liveness). The owners this instance's latest heartbeat reported dead
--- come as ARGV pairs (instance, alive_until in epoch ms) from `first` on, and only when there are any:
+-- come as pairs (instance, alive_until in epoch ms) of the script's `argv` from `first` on (passed in:
+-- inside CLAIM_MANY each claim has its own), and only when there are any:
 -- the common case passes none and pays nothing. A script cannot read the instances key itself, which
 -- lives in another cluster slot.
-local function read_dead(first)
-  if #ARGV < first + 1 then return nil end
+local function read_dead(argv, first)
+  if #argv < first + 1 then return nil end
   local dead = {}
-  for i = first, #ARGV - 1, 2 do dead[ARGV[i]] = tonumber(ARGV[i + 1]) end
+  for i = first, #argv - 1, 2 do dead[argv[i]] = tonumber(argv[i + 1]) end
   return dead
 end
 -- A running run whose lease runs to `expiry` counts as dead when its owner is listed and the run was
