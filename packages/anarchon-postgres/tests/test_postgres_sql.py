@@ -6,7 +6,10 @@ import re
 
 import pytest
 
-from anarchon_postgres._schema import _MIGRATIONS, SCHEMA_VERSION, quote_schema, render_sql
+from anarchon_postgres._backfill import BackfillStatements
+from anarchon_postgres._control import _statements as control_statements
+from anarchon_postgres._replication import _QUERY_FILE
+from anarchon_postgres._schema import _MIGRATIONS, SCHEMA_VERSION, _resource, quote_schema, render_sql
 from anarchon_postgres._statements import Statements
 
 
@@ -31,7 +34,19 @@ def test_render_sql_takes_only_a_schema_quoted_by_quote_schema(bad):
 
 
 def test_every_statement_renders_for_a_quoted_schema_with_no_placeholder_left():
-    statements = Statements.for_schema(quote_schema("app_cron"))
-    for name, sql in vars(statements).items():
+    quoted = quote_schema("app_cron")
+    every = {
+        **vars(Statements.for_schema(quoted)),
+        **{f"backfill.{k}": v for k, v in vars(BackfillStatements.for_schema(quoted)).items()},
+        **{f"control.{k}": v for k, v in vars(control_statements("app_cron")).items()},
+    }
+    for name, sql in every.items():
         assert '"app_cron".' in sql or name == "now_ms", name
         assert not re.search(r"@[a-z_]+@|-- @include", sql), name
+
+
+def test_the_replication_query_names_no_schema_and_is_sent_as_its_file_reads():
+    """It reads only pg_stat_replication, so :func:`._replication.asynchronous_standbys` sends the raw file."""
+    sql = _resource(_QUERY_FILE)
+    assert "FROM pg_stat_replication" in sql
+    assert not re.search(r"@[a-z_]+@|-- @include", sql)

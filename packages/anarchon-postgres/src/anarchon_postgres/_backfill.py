@@ -13,7 +13,7 @@ connection is safe.
 
 from __future__ import annotations
 
-# ruff: noqa: S608 - the only identifier in this SQL is the schema name, checked and quoted first
+import dataclasses
 from dataclasses import dataclass
 
 import asyncpg  # type: ignore[import-untyped]
@@ -22,16 +22,15 @@ from anarchon._records import decode_run
 from anarchon.backend import Claim, ClaimResult, Outcome
 from anarchon.run import RunStatus, datetime_to_ms, ms_to_datetime
 
-__all__ = ["BackfillStatements", "backfill_one"]
+from ._schema import render_sql
 
-_COLUMNS = (
-    "job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, "
-    "started_at, finished_at, duration_ms, error, token, lease_ms"
-)
+__all__ = ["BackfillStatements", "backfill_one"]
 
 
 @dataclass(frozen=True)
 class BackfillStatements:
+    """Each field is the resource file ``sql/statement_backfill_<field>.sql``, rendered by :func:`.render_sql`."""
+
     job_row: str
     lock: str
     existing: str
@@ -40,21 +39,13 @@ class BackfillStatements:
     trim: str
 
     @classmethod
-    def for_schema(cls, s: str) -> BackfillStatements:
+    def for_schema(cls, quoted_schema: str) -> BackfillStatements:
+        """Every backfill statement for one schema, quoted by :func:`._schema.quote_schema`."""
         return cls(
-            job_row=f"INSERT INTO {s}.jobs (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
-            lock=f"SELECT 1 FROM {s}.jobs WHERE name = $1 FOR UPDATE",
-            existing=f"SELECT {_COLUMNS} FROM {s}.runs WHERE job = $1 AND slot_ms = $2 AND NOT manual",
-            count=(
-                f"UPDATE {s}.jobs SET fencing = fencing + 1, run_count = run_count + 1, mark = GREATEST(mark, $2) "
-                "WHERE name = $1 RETURNING fencing, run_count"
-            ),
-            insert=(
-                f"INSERT INTO {s}.runs ({_COLUMNS}, expires_ms, handed_over) "
-                f"VALUES ($1, $2, false, 'running', $3, 1, $4, $5, $6, $7, NULL, NULL, NULL, $8, $9, "
-                f"{s}.now_ms() + $9, false)"
-            ),
-            trim=f"SELECT {s}.trim_history($1, $2, $3, $4, {s}.now_ms())",
+            **{
+                f.name: render_sql(f"statement_backfill_{f.name}.sql", quoted_schema).strip()
+                for f in dataclasses.fields(cls)
+            }
         )
 
 

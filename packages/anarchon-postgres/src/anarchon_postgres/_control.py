@@ -7,7 +7,7 @@ recorded ``paused`` once. Every other statement here is one short query.
 
 from __future__ import annotations
 
-# ruff: noqa: S608 - the only identifier in this SQL is the schema name, checked and quoted first
+import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ from anarchon.backend import Claim, ClaimResult, Outcome
 from anarchon.control import REQUEST_TTL_MS, PauseState, RunRequest, paused_run
 from anarchon.run import ms_to_datetime
 
-from ._schema import quote_schema
+from ._schema import quote_schema, render_sql
 
 if TYPE_CHECKING:
     import asyncpg  # type: ignore[import-untyped]
@@ -26,14 +26,14 @@ __all__ = ["ControlMixin"]
 
 T = TypeVar("T")
 
-_NOW_MS = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-_PAUSE_COLUMNS = "job, since_ms, until_ms, reason, paused_by"
 #: Tries of a request whose slot a concurrent request of the same job took.
 _REQUEST_TRIES = 10
 
 
 @dataclass(frozen=True)
 class _Statements:
+    """Each field is the resource file ``sql/statement_control_<field>.sql``, rendered by :func:`.render_sql`."""
+
     pause: str
     resume: str
     pauses: str
@@ -47,33 +47,7 @@ class _Statements:
 def _statements(schema: str) -> _Statements:
     s = quote_schema(schema)
     return _Statements(
-        # A job already paused keeps its since; a resumed one starts a new pause.
-        pause=(
-            f"INSERT INTO {s}.pauses AS p ({_PAUSE_COLUMNS}) VALUES ($1, {_NOW_MS}, NULL, $2, $3) "
-            "ON CONFLICT (job) DO UPDATE SET since_ms = CASE WHEN p.until_ms IS NULL THEN p.since_ms "
-            "ELSE excluded.since_ms END, until_ms = NULL, reason = excluded.reason, paused_by = excluded.paused_by "
-            f"RETURNING {_PAUSE_COLUMNS}"
-        ),
-        resume=(
-            f"UPDATE {s}.pauses SET until_ms = greatest(since_ms, {_NOW_MS}) WHERE job = $1 AND until_ms IS NULL "
-            f"RETURNING {_PAUSE_COLUMNS}"
-        ),
-        pauses=f"SELECT {_PAUSE_COLUMNS} FROM {s}.pauses ORDER BY job",
-        claim_paused=f"SELECT o_n, o_outcome FROM {s}.claim_paused($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        # One more millisecond per request of the job already at that slot; expired ones deleted first.
-        # After the job's newest request, if that is at or past now; a concurrent request at the same slot
-        # makes this insert nothing, and the caller asks again. Expired requests are deleted first.
-        request=(
-            f"WITH old AS (DELETE FROM {s}.requests WHERE slot_ms < {_NOW_MS} - $3) "
-            f"INSERT INTO {s}.requests (job, slot_ms, requested_by) "
-            f"SELECT $1, greatest({_NOW_MS}, coalesce((SELECT max(slot_ms) + 1 FROM {s}.requests WHERE job = $1), 0)), "
-            "$2 ON CONFLICT DO NOTHING RETURNING slot_ms"
-        ),
-        requests=(
-            f"SELECT job, slot_ms, requested_by FROM {s}.requests WHERE slot_ms >= {_NOW_MS} - $1 ORDER BY slot_ms, job"
-        ),
-        done=f"DELETE FROM {s}.requests r USING unnest($1::text[], $2::bigint[]) AS d(job, slot_ms) "
-        "WHERE r.job = d.job AND r.slot_ms = d.slot_ms",
+        **{f.name: render_sql(f"statement_control_{f.name}.sql", s).strip() for f in dataclasses.fields(_Statements)}
     )
 
 

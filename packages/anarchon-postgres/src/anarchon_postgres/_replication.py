@@ -13,20 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._schema import _resource
+
 __all__ = ["asynchronous_standbys"]
 
-_QUERY = """
-SELECT count(*) FILTER (WHERE sync_state = 'async') AS async,
-       count(*) FILTER (WHERE sync_state IN ('sync', 'quorum')) AS sync,
-       current_setting('synchronous_standby_names') AS names,
-       current_setting('synchronous_commit') AS commit
-FROM pg_stat_replication
-"""
+#: Reads only the server's own catalog: no schema to render into it, so the
+#: resource file is sent as it is (it has no placeholder; a test checks).
+_QUERY_FILE = "replication_standbys.sql"
 
 
 async def asynchronous_standbys(conn: Any) -> str | None:
     """A warning when this primary streams claims to a standby asynchronously, else ``None``."""
-    row = await conn.fetchrow(_QUERY)
+    row = await conn.fetchrow(_resource(_QUERY_FILE))
     if row is None or not row["async"]:
         return None
     if row["sync"] and row["commit"] in ("on", "remote_write", "remote_apply"):

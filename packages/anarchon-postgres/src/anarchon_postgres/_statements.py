@@ -3,7 +3,9 @@
 Each statement is the resource file ``sql/statement_<field>.sql`` (what it
 includes: ``statement_part_*.sql``), rendered once per backend for the
 checked, quoted schema name by :func:`._schema.render_sql`; everything else
-is a query parameter.
+is a query parameter. The backfill's statements (:mod:`._backfill`) and the
+pauses' and run requests' (:mod:`._control`) follow the same rule, as
+``sql/statement_backfill_<field>.sql`` and ``sql/statement_control_<field>.sql``.
 """
 
 from __future__ import annotations
