@@ -199,7 +199,6 @@ class SQLiteBackend(LeaseBackend):
 
     def _open_store(self, raw: sqlite3.Connection) -> None:
         open_store(raw, self.path, self.synchronous, self.busy_timeout_ms / 1000)
-        _control.ensure_tables(raw)
 
     def _unopenable(self, exc: sqlite3.Error) -> DatabaseFileError:
         return DatabaseFileError(

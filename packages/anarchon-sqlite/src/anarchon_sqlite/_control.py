@@ -21,7 +21,6 @@ from . import _store
 
 __all__ = [
     "claim_paused",
-    "ensure_tables",
     "pause",
     "pauses",
     "request_run",
@@ -29,29 +28,6 @@ __all__ = [
     "run_requests",
     "run_requests_done",
 ]
-
-_TABLES = {
-    "anarchon_pauses": "CREATE TABLE IF NOT EXISTS anarchon_pauses ("
-    "job TEXT PRIMARY KEY, since_ms INTEGER NOT NULL, until_ms INTEGER, reason TEXT, paused_by TEXT)",
-    "anarchon_requests": "CREATE TABLE IF NOT EXISTS anarchon_requests ("
-    "job TEXT NOT NULL, slot_ms INTEGER NOT NULL, requested_by TEXT, PRIMARY KEY (job, slot_ms)) WITHOUT ROWID",
-}
-
-
-def ensure_tables(conn: sqlite3.Connection) -> None:
-    """Create the two tables when missing; a file that has them is only read."""
-    have = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if all(name in have for name in _TABLES):
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in _TABLES.values():
-            conn.execute(statement)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 def _state(row: tuple[str, int, int | None, str | None, str | None]) -> PauseState:

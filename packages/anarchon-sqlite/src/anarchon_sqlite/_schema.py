@@ -23,10 +23,19 @@ SCHEMA_VERSION = 1
 #: so only these exact words ever reach the SQL.
 SYNCHRONOUS_MODES = ("normal", "full")
 
-# One row per instance that beats: alive until (host clock, ms); anarchon.liveness. Added
-# after version 1 without raising the version: a release that does not know the table
-# ignores it (its instances simply never beat), so a fleet can be upgraded one by one.
-_CREATE_INSTANCES = "CREATE TABLE anarchon_instances (instance TEXT PRIMARY KEY, alive_until INTEGER NOT NULL)"
+# Tables added after version 1 without raising the version: a release that does not know
+# one ignores it (its instances never beat, pause or take requests), so a fleet can be
+# upgraded one instance at a time. Created when missing, each time a file is opened.
+_ADDED = {
+    # One row per instance that beats: alive until (host clock, ms); anarchon.liveness.
+    "anarchon_instances": "CREATE TABLE IF NOT EXISTS anarchon_instances ("
+    "instance TEXT PRIMARY KEY, alive_until INTEGER NOT NULL)",
+    # A job's pause (until_ms NULL while it lasts) and the run requests not yet taken: _control.
+    "anarchon_pauses": "CREATE TABLE IF NOT EXISTS anarchon_pauses ("
+    "job TEXT PRIMARY KEY, since_ms INTEGER NOT NULL, until_ms INTEGER, reason TEXT, paused_by TEXT)",
+    "anarchon_requests": "CREATE TABLE IF NOT EXISTS anarchon_requests ("
+    "job TEXT NOT NULL, slot_ms INTEGER NOT NULL, requested_by TEXT, PRIMARY KEY (job, slot_ms)) WITHOUT ROWID",
+}
 
 _CREATE = (
     "CREATE TABLE anarchon_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
@@ -63,7 +72,6 @@ _CREATE = (
     ) WITHOUT ROWID""",
     # Live leases only: the overlap check, abandoning and take-over read this.
     "CREATE INDEX anarchon_runs_running ON anarchon_runs (job, expires_ms) WHERE status = 'running'",
-    _CREATE_INSTANCES,
 )
 
 #: ``{version: statements}`` bringing a file from ``version - 1`` to ``version``.
@@ -114,15 +122,15 @@ def _use_wal(conn: sqlite3.Connection, path: str, timeout_s: float) -> None:
         )
 
 
-def _add_instances(conn: sqlite3.Connection) -> None:
-    """Create the heartbeat table in a version-1 file that lacks it (under the write lock, once)."""
-    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'anarchon_instances'"
-    if conn.execute(query).fetchone() is not None:
+def _add_tables(conn: sqlite3.Connection) -> None:
+    """Create the tables of :data:`_ADDED` that are missing, under the write lock; a file with them is only read."""
+    have = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if all(name in have for name in _ADDED):
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if conn.execute(query).fetchone() is None:
-            conn.execute(_CREATE_INSTANCES)
+        for statement in _ADDED.values():
+            conn.execute(statement)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -152,7 +160,7 @@ def open_store(conn: sqlite3.Connection, path: str, synchronous: str, timeout_s:
 
     version = _stored_version(conn)
     if version == SCHEMA_VERSION:
-        _add_instances(conn)
+        _add_tables(conn)
         return
     if version is not None and version > SCHEMA_VERSION:
         raise _refuse_newer(path, version)
@@ -175,3 +183,4 @@ def open_store(conn: sqlite3.Connection, path: str, synchronous: str, timeout_s:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    _add_tables(conn)
