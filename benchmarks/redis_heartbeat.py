@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -23,6 +22,7 @@ import time
 import uuid
 
 import redis
+from redis_kill9 import _server  # the same private redis-server
 
 from anarchon._heartbeat import Heartbeat
 from anarchon.liveness import HEARTBEAT_MS, LIVENESS_TTL_MS
@@ -32,19 +32,6 @@ from anarchon_redis import RedisBackend
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
 INSTANCES = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _server(port: int, directory: str) -> subprocess.Popen[bytes]:
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", ""]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            return proc
-        except redis.RedisError:
-            time.sleep(0.05)
-    raise RuntimeError(f"redis-server on {port} did not start")
 
 
 def _thread_cpu_s(native_id: int) -> float:

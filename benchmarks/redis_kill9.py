@@ -30,7 +30,9 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "single"
 KILLS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 
 
-def _server(port: int, directory: Path, *extra: str) -> subprocess.Popen[bytes]:
+def _server(port: int, directory: Path | str, *extra: str) -> subprocess.Popen[bytes]:
+    """A private redis-server on ``port`` (the other Redis benchmarks start theirs with it too)."""
+    directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory), "--save", "", *extra]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

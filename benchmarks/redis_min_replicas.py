@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 
 import redis
+from redis_kill9 import _server  # the same private redis-server
 
 from anarchon.backend import Claim
 from anarchon.job import Job
@@ -25,19 +25,6 @@ from anarchon_conformance import free_port
 from anarchon_redis import RedisBackend
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-
-
-def _server(port: int, directory: str, *extra: str) -> subprocess.Popen[bytes]:
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", "", *extra]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            return proc
-        except redis.RedisError:
-            time.sleep(0.05)
-    raise RuntimeError(f"redis-server on {port} did not start")
 
 
 def _job(name: str) -> Job:
