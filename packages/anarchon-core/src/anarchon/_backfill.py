@@ -11,19 +11,23 @@ chose.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 from ._batcher import ClaimBatcher
 from ._health import error_text
+from ._registry import JobRegistry
 from ._runner import RunExecutor
-from .backend import LeaseBackend, Outcome
-from .backfill import BackfillPlan, BackfillSummary
+from .backend import Backend, LeaseBackend, Outcome
+from .backfill import BackfillPlan, BackfillSummary, plan_backfill, range_ms
+from .errors import BackfillError
 from .job import Job
 from .run import RunStatus, ms_to_datetime
 
-__all__ = ["Progress", "run_backfill"]
+__all__ = ["Backfilling", "Progress", "run_backfill"]
 
 log = logging.getLogger("anarchon.backfill")
 
@@ -82,3 +86,68 @@ async def run_backfill(
     for name in ("ran", "already_run", "skipped", "failed"):
         getattr(summary, name).sort()
     return summary
+
+
+class Backfilling:
+    """``Scheduler.backfill``, mixed into :class:`~anarchon.Scheduler`."""
+
+    backend: Backend
+    _registry: JobRegistry
+    _batcher: ClaimBatcher
+    _runner: RunExecutor
+
+    def _connected(self) -> contextlib.AbstractAsyncContextManager[Backend]:
+        raise NotImplementedError
+
+    async def backfill(
+        self,
+        name: str,
+        start: datetime,
+        end: datetime,
+        *,
+        concurrency: int = 1,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> BackfillSummary:
+        """Run every slot of ``[start, end]`` that has not run, on this instance, once across the fleet.
+
+        Safe while the fleet runs and while other backfills of overlapping
+        ranges run: each slot is decided by the backend, atomically
+        (:mod:`anarchon.backfill`). Times without a zone are read in the job's
+        timezone. ``dry_run`` reads history and returns what would run
+        (``would_run``), changing nothing. Lease backends declaring the
+        ``backfill`` capability only; elsewhere :class:`~anarchon.errors.BackfillError`.
+        """
+        job = self._registry.get(name)
+        backend = self.backend
+        if not isinstance(backend, LeaseBackend) or not backend.capabilities.backfill:
+            raise BackfillError(
+                f"backend {backend.name!r} cannot backfill: a backfill must know which past slots ran, which "
+                "only a lease backend with the backfill capability keeps (Redis, PostgreSQL, SQLite, memory); "
+                "see `anarchon backends`",
+                option="--backend",
+            )
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise BackfillError(
+                f"concurrency={concurrency!r} must be a whole number of at least 1", option="--concurrency"
+            )
+        start_ms, end_ms = range_ms(job, start, "--from"), range_ms(job, end, "--to")
+        async with self._connected():
+            now_ms = await backend.now_ms()
+            history = await backend.history(name, job.options.history_size)
+            plan = plan_backfill(job, start_ms, end_ms, now_ms, history)
+            if dry_run:
+                return BackfillSummary(
+                    name, start_ms, end_ms, dry_run=True, already_run=sorted(plan.recorded), would_run=plan.missing
+                )
+            log.info(
+                "backfill of job %s from %s to %s: %d slots, %d without a record",
+                name,
+                ms_to_datetime(start_ms),
+                ms_to_datetime(end_ms),
+                plan.slots,
+                len(plan.missing),
+            )
+            return await run_backfill(
+                backend, self._batcher, self._runner, job, plan, concurrency=concurrency, progress=progress
+            )

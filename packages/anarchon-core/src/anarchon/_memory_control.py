@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from ._memory_book import Record, Store
 from .claims import Claim, ClaimResult, Outcome
 from .control import REQUEST_TTL_MS, PauseState, RunRequest, paused_run
 from .run import RunStatus
-
-if TYPE_CHECKING:
-    from .memory import MemoryStore
 
 __all__ = ["MemoryControl"]
 
 
 class MemoryControl:
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
         self._pauses: dict[str, PauseState] = {}
         self._requests: dict[tuple[str, int], RunRequest] = {}
@@ -46,8 +43,6 @@ class MemoryControl:
             return sorted(self._pauses.values(), key=lambda p: p.job)
 
     def claim_paused(self, c: Claim) -> ClaimResult | None:
-        from .memory import _Record  # the store's record type; memory.py imports this module
-
         store = self._store
         with store._lock:
             state = self._pauses.get(c.job)
@@ -64,7 +59,7 @@ class MemoryControl:
             if book.mark is not None and c.slot_ms <= book.mark:
                 return ClaimResult(Outcome.LOST)
             record = paused_run(c)
-            book.put(key, _Record(record, c.token, c.options.lease_ms, now))
+            book.put(key, Record(record, c.token, c.options.lease_ms, now))
             book.mark = c.slot_ms
             store._trim(book, c.spec, now)
             return ClaimResult(Outcome.PAUSED, record=record)

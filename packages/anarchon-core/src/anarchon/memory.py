@@ -9,14 +9,14 @@ how the tests race instances without a server.
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from ._memory_book import Book as _Book
+from ._memory_book import Record as _Record
 from ._memory_control import MemoryControl
 from .backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from .control import PauseState, RunRequest
@@ -28,52 +28,6 @@ if TYPE_CHECKING:
     from .job import Job
 
 __all__ = ["MemoryBackend", "MemoryStore"]
-
-
-@dataclass
-class _Record:
-    """A run as the store keeps it: the public record plus the lease."""
-
-    run: Run
-    token: str
-    lease_ms: int
-    expires_ms: int
-    handed_over: bool = False
-
-
-@dataclass
-class _Book:
-    """Everything the store knows of one job.
-
-    ``order`` holds the keys of ``runs`` sorted oldest first and ``running``
-    the keys of runs whose status is running, so a claim touches the live
-    runs and the few records it trims, never the whole history (as the server
-    backends index running runs by lease expiry).
-    """
-
-    mark: int | None = None
-    #: The newest scheduled slot *won* (skipped slots move ``mark``, not this).
-    won: int | None = None
-    fencing: int = 0
-    runs: dict[tuple[int, bool], _Record] = field(default_factory=dict)
-    order: list[tuple[int, bool]] = field(default_factory=list)
-    running: set[tuple[int, bool]] = field(default_factory=set)
-
-    def put(self, key: tuple[int, bool], rec: _Record) -> None:
-        if key not in self.runs:
-            if not self.order or self.order[-1] < key:
-                self.order.append(key)
-            else:
-                bisect.insort(self.order, key)
-        self.runs[key] = rec
-        self.settle(key, rec)
-
-    def settle(self, key: tuple[int, bool], rec: _Record) -> None:
-        """Keep ``running`` in step after a record's status changed."""
-        if rec.run.status is RunStatus.RUNNING:
-            self.running.add(key)
-        else:
-            self.running.discard(key)
 
 
 def _wall_ms() -> int:

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from ._active import ActiveRuns
-from ._backfill import Progress, run_backfill
+from ._backfill import Backfilling
 from ._batcher import ClaimBatcher
 from ._build import build_job
 from ._control_loop import ControlLoop
@@ -46,10 +46,9 @@ from ._tasks import Tasks
 from ._timer import SlotTimer
 from ._watchdog import watch_loop
 from .backend import Backend, LeaseBackend, Outcome
-from .backfill import BackfillSummary, plan_backfill, range_ms
 from .clock import Clock, SystemClock
 from .context import JobFunc
-from .errors import AnarchonError, BackendUnavailableError, BackfillError
+from .errors import AnarchonError, BackendUnavailableError
 from .job import Job
 from .observers import Observers
 from .options import check_job_name
@@ -72,7 +71,7 @@ CONNECT_BACKOFF_MIN_S, CONNECT_BACKOFF_MAX_S = 0.2, 30.0
 FIRST_BEAT_TIMEOUT_S = 10.0
 
 
-class Scheduler(Steering):
+class Scheduler(Steering, Backfilling):
     """Runs each slot of each job on exactly one instance.
 
     ``backend`` is a :class:`~anarchon.backend.Backend`, a URL whose scheme
@@ -468,56 +467,3 @@ class Scheduler(Steering):
                     break
                 slot_ms += 1  # another instance ran it in the same millisecond
             raise AnarchonError(f"run_now({name!r}): the backend did not grant a manual run; try again")
-
-    async def backfill(
-        self,
-        name: str,
-        start: datetime,
-        end: datetime,
-        *,
-        concurrency: int = 1,
-        dry_run: bool = False,
-        progress: Progress | None = None,
-    ) -> BackfillSummary:
-        """Run every slot of ``[start, end]`` that has not run, on this instance, once across the fleet.
-
-        Safe while the fleet runs and while other backfills of overlapping
-        ranges run: each slot is decided by the backend, atomically
-        (:mod:`anarchon.backfill`). Times without a zone are read in the job's
-        timezone. ``dry_run`` reads history and returns what would run
-        (``would_run``), changing nothing. Lease backends declaring the
-        ``backfill`` capability only; elsewhere :class:`~anarchon.errors.BackfillError`.
-        """
-        job = self._registry.get(name)
-        backend = self.backend
-        if not isinstance(backend, LeaseBackend) or not backend.capabilities.backfill:
-            raise BackfillError(
-                f"backend {backend.name!r} cannot backfill: a backfill must know which past slots ran, which "
-                "only a lease backend with the backfill capability keeps (Redis, PostgreSQL, SQLite, memory); "
-                "see `anarchon backends`",
-                option="--backend",
-            )
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise BackfillError(
-                f"concurrency={concurrency!r} must be a whole number of at least 1", option="--concurrency"
-            )
-        start_ms, end_ms = range_ms(job, start, "--from"), range_ms(job, end, "--to")
-        async with self._connected():
-            now_ms = await backend.now_ms()
-            history = await backend.history(name, job.options.history_size)
-            plan = plan_backfill(job, start_ms, end_ms, now_ms, history)
-            if dry_run:
-                return BackfillSummary(
-                    name, start_ms, end_ms, dry_run=True, already_run=sorted(plan.recorded), would_run=plan.missing
-                )
-            log.info(
-                "backfill of job %s from %s to %s: %d slots, %d without a record",
-                name,
-                ms_to_datetime(start_ms),
-                ms_to_datetime(end_ms),
-                plan.slots,
-                len(plan.missing),
-            )
-            return await run_backfill(
-                backend, self._batcher, self._runner, job, plan, concurrency=concurrency, progress=progress
-            )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from anarchon import Scheduler
-from anarchon.cli import UsageError, load_scheduler
+from anarchon.cli._common import UsageError, load_scheduler  # not anarchon.cli: it imports this package
 
 __all__ = ["UsageError", "load_scheduler", "parse_job"]
 
