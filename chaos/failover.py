@@ -84,7 +84,11 @@ def markdown(results: Sequence[FailoverResult], header: str) -> str:
             f"caught up {v.catch_up_runs} runs / {v.coalesced} slots"
         )
         if r.second_runs:
-            out += ["", f"**Second runs** ({len(r.second_runs)}): two grants of the same attempt of one slot", ""]
+            out += [
+                "",
+                f"**Second runs** ({len(r.second_runs)}): a later grant of one slot whose fencing token did not grow",
+                "",
+            ]
             out += [f"- `{d}`" for d in r.second_runs[:25]]
         if v.error:
             out += ["", f"Error: `{v.error}`"]

@@ -12,6 +12,7 @@ not judged; a duplicate anywhere is one.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import tempfile
 import threading
 import time
@@ -72,8 +73,15 @@ def _count(result: FailoverResult, ledger: list[dict[str, Any]], expected: dict[
             starts.setdefault((r["job"], r["slot"]), []).append(r)
     judged = {d.partition(":")[0] for d in result.verdict.duplicates}
     for (job, slot), runs in sorted(starts.items()):
-        attempts = [r["attempt"] for r in runs]
-        if len(set(attempts)) < len(attempts) or f"{job} @ {slot}" in judged:
+        # A second winner: a later start whose fencing token did not grow past an earlier one's (the
+        # promoted server lacked the first grant). A take-over or a hand-over always grants a higher
+        # token, even as the same attempt (a hand-over is no death; since issue 16 a run stopped in a
+        # heartbeat lapse is handed over so), and the first of them was stopped before it.
+        by_time = sorted(runs, key=lambda r: r["t"])
+        fencings = [r.get("fencing") for r in by_time]
+        grew = [isinstance(a, int) and isinstance(b, int) and b > a for a, b in itertools.pairwise(fencings)]
+        regressed = not all(grew)
+        if regressed or f"{job} @ {slot}" in judged:
             who = ", ".join(f"{r['instance']}#{r['attempt']}@{r['t']}" for r in sorted(runs, key=lambda r: r["t"]))
             result.second_runs.append(f"{job} @ {slot}: {who}")
     started = set(starts)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
@@ -62,7 +63,7 @@ log = logging.getLogger("anarchon")
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Tries of ``run_now`` when another instance ran the job in the same millisecond.
-RUN_NOW_TRIES = 5
+RUN_NOW_TRIES = 20
 #: How long stop() waits for its own tasks (timer, keeper, loops) once cancelled.
 TASKS_BOUND_S = 1.0
 #: Back-off between connection attempts of start(wait=False).
@@ -465,5 +466,8 @@ class Scheduler(Steering, Backfilling):
                     )
                 if result.outcome is Outcome.UNKNOWN:
                     break
-                slot_ms += 1  # another instance ran it in the same millisecond
+                # Another caller ran it in the same millisecond. A random step, not +1: callers that
+                # collided would otherwise collide again at every try, in lockstep (six threads of
+                # one web process calling run_now at once used up the tries: a recipe's CI failure).
+                slot_ms = max(slot_ms + random.randint(1, 16), self.clock.now_ms())
             raise AnarchonError(f"run_now({name!r}): the backend did not grant a manual run; try again")
