@@ -114,7 +114,7 @@ class _LedgerTail:
 
 
 def soak(target: Target, ns: str, minutes: int, jobs: int = JOBS, history_size: int = HISTORY_SIZE) -> Soak:
-    spec = target.spec(ns)
+    spec = target.soak_spec(ns, history_size)
     options: dict[str, object] = {"jitter_ms": 0, "history_size": history_size, **target.fleet_options}
     names = [f"job-{i:02d}" for i in range(jobs)]
     result = Soak(jobs, target.fleet_instances, minutes, history_size, target.server_note)

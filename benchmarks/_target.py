@@ -87,6 +87,15 @@ class Target(abc.ABC):
     def spec(self, ns: str) -> BackendSpec:
         """One instance in namespace ``ns``; every instance built from it shares the store."""
 
+    def soak_spec(self, ns: str, history_size: int) -> BackendSpec:
+        """The soak's backend: :meth:`spec`, with the backend's own history bound where it has one.
+
+        The jobs' ``history_size`` bounds the runs each job keeps; a backend
+        with a bound of its own (NATS: messages per subject, 1,000 by default)
+        is given the same figure, so the soak reaches the trimmed steady state.
+        """
+        return self.spec(ns)
+
     def instances(self, ns: str, count: int) -> list[Backend]:
         """``count`` independent backend objects on one store (several instances)."""
         spec = self.spec(ns)

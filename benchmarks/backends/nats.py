@@ -72,6 +72,12 @@ class NatsTarget(Target):
     def spec(self, ns: str) -> BackendSpec:
         return BackendSpec("anarchon_nats:NatsBackend", {"servers": URL, "stream": _stream(ns), "prefix": f"{ns}."})
 
+    def soak_spec(self, ns: str, history_size: int) -> BackendSpec:
+        spec = self.spec(ns)
+        # Its own option, 1,000 messages per subject by default: the stream would pass the
+        # soak's 10 minutes still growing to 2,000,000 messages (two subjects per job).
+        return BackendSpec(spec.class_path, {**spec.kwargs, "history_size": history_size})
+
     def raw(self, ns: str) -> RawClient:
         return _Raw(self, ns)
 

@@ -95,10 +95,14 @@ async def ensure_stream(js: JetStreamContext, needs: StreamNeeds) -> StreamConfi
     lookup or an update there, and may leave a create of the same name
     unanswered. So an update answered "stream not found" right after the
     lookup found the stream starts over from the lookup after a short pause, a
-    few times, before it is called a conflict; and a create that got no answer
-    is looked up once more before it counts as a server not answering.
+    few times, before it is called a conflict. A lookup, create or update that
+    got no answer starts over from the lookup too, up to ``_TRIES`` requests in
+    all: a loaded cluster that has just elected its meta leader, or is placing
+    a replicated stream, can leave a request unanswered for the request's
+    timeout (CI: the third of five instances starting at once on a fresh
+    three-node cluster with ``replicas=3``). A server without JetStream answers
+    "no responders" at once, so it is not waited for.
     """
-    create_timed_out = False
     for attempt in range(1, _TRIES + 1):
         retry = attempt < _TRIES
         try:
@@ -109,9 +113,8 @@ async def ensure_stream(js: JetStreamContext, needs: StreamNeeds) -> StreamConfi
                 log.info("created JetStream stream %s for %s", needs.name, needs.subject)
                 return created.config
             except asyncio.TimeoutError:
-                if create_timed_out or not retry:
+                if not retry:
                     raise
-                create_timed_out = True
                 log.info("creating stream %s got no answer; looking it up again", needs.name)
                 continue
             except (BadRequestError, ServerError) as exc:
@@ -127,11 +130,21 @@ async def ensure_stream(js: JetStreamContext, needs: StreamNeeds) -> StreamConfi
                     raise _conflict(needs, exc, "create") from exc
                 if exc.err_code != _NAME_IN_USE:
                     log.info("stream %s was created by another instance meanwhile (%s)", needs.name, exc.description)
+        except asyncio.TimeoutError:
+            if not retry:
+                raise
+            log.info("looking up stream %s got no answer; asking again", needs.name)
+            continue
         config = _updated(info.config, needs)
         if config is None:
             return info.config
         try:
             updated = await js.update_stream(config)
+        except asyncio.TimeoutError:
+            if not retry:
+                raise
+            log.info("updating stream %s got no answer; looking it up again", needs.name)
+            continue
         except NotFoundError as exc:
             if retry and exc.err_code == _STREAM_NOT_FOUND:
                 log.info("stream %s was found but its update says %r; looking it up again", needs.name, exc.description)
