@@ -166,3 +166,34 @@ async def test_mounted_beside_a_scheduler_that_is_not_started_reads_through_it(s
         data = client.get("/", params={"format": "json"}).json()
     ledger = next(j for j in data["jobs"] if j["name"] == "ledger")
     assert ledger["last"]["slot_ms"] == seeded.slot(11) and len(ledger["strip"]) == 30
+
+
+async def test_the_job_page_shows_every_option_as_resolved(store: Any, seed: Any, fixed_clock: Any) -> None:
+    """An operator reads retries, catch-up and take-over limits where they read the job's runs."""
+    seeded = await seed(store)
+    scheduler = Scheduler(store.backend(), clock=fixed_clock(seeded.now_ms))
+    scheduler.add(seeded.job.name, seeded.job.cron, lambda: None)
+    scheduler.add(
+        "nightly",
+        "0 3 * * *",
+        lambda: None,
+        retries=2,
+        catch_up="each",
+        catch_up_max=5,
+        overlap="allow",
+        max_takeovers=4,
+    )
+    with TestClient(anarchon_web.app(scheduler, open_backend=True)) as client:
+        options = client.get("/jobs/nightly", params={"format": "json"}).json()["job"]["options"]
+        assert {k: options[k] for k in ("retries", "catch_up", "catch_up_max", "max_takeovers", "dst")} == {
+            "retries": 2,
+            "catch_up": "each",
+            "catch_up_max": 5,
+            "max_takeovers": 4,
+            "dst": "cron",
+        }
+        assert options["max_attempts"] == 5  # the backends' field, kept in the JSON for its readers
+        page = client.get("/jobs/nightly").text
+        section = page[page.index('id="options"') :]
+        assert "<code>retries</code> 2" in section and "<code>catch_up</code> each" in section
+        assert "<code>max_takeovers</code> 4" in section and "max_attempts" not in section.split("</div></div>")[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
@@ -66,20 +67,14 @@ def next_slots(job: Job, now_ms: int, count: int) -> list[dict[str, Any]]:
 
 
 def job_dict(job: Job) -> dict[str, Any]:
-    """A job's schedule and resolved options (none of which is a secret: they are plain numbers and names)."""
+    """A job's schedule and resolved options (none of which is a secret: they are plain numbers and names).
+
+    Every field of :class:`~anarchon.JobOptions` is listed, read from the
+    dataclass, so an option added to the core shows here without a change;
+    ``max_takeovers`` (the name ``add()`` takes) beside ``max_attempts`` (the
+    field backends read, kept for readers of the JSON API).
+    """
     o = job.options
-    return {
-        "name": job.name,
-        "cron": job.cron,
-        "timezone": job.timezone,
-        "options": {
-            "jitter_ms": o.jitter_ms,
-            "max_late_ms": o.max_late_ms,
-            "timeout_ms": o.timeout_ms,
-            "history_size": o.history_size,
-            "overlap": o.overlap,
-            "lease_ms": o.lease_ms,
-            "max_attempts": o.max_attempts,
-            "catch_up_ms": o.catch_up_ms,
-        },
-    }
+    options: dict[str, Any] = {f.name: getattr(o, f.name) for f in dataclasses.fields(o) if f.name != "timezone"}
+    options["max_takeovers"] = o.max_takeovers
+    return {"name": job.name, "cron": job.cron, "timezone": job.timezone, "options": options}
