@@ -53,6 +53,18 @@ def test_pause_resume_and_pauses_from_the_command_line(
     assert "was not paused" in capsys.readouterr().out
 
 
+def test_jobs_shows_which_jobs_are_paused(app: types.ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["jobs", "ctlapp:scheduler", "--json"]) == 0
+    assert [(r["name"], r["paused"]) for r in json.loads(capsys.readouterr().out)] == [("report", False)]
+    assert main(["pause", "ctlapp:scheduler", "report"]) == 0
+    capsys.readouterr()
+    assert main(["jobs", "ctlapp:scheduler", "--json"]) == 0
+    assert [(r["name"], r["paused"]) for r in json.loads(capsys.readouterr().out)] == [("report", True)]
+    assert main(["jobs", "ctlapp:scheduler"]) == 0
+    header, _, row = capsys.readouterr().out.splitlines()[:3]
+    assert header.split()[-1] == "paused" and row.split()[-1] == "paused"
+
+
 def test_a_job_the_scheduler_lacks_is_refused_with_its_jobs(
     app: types.ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -88,7 +88,7 @@ async def test_a_dead_instances_run_is_taken_over_in_about_a_ttl() -> None:
     if first.status is RunStatus.ABANDONED:
         # The newest-slot rule: b's claim of the next slot came before its take-over pass and found
         # the handed-over run expired, so it abandoned that run and ran the new slot instead.
-        taken = next(slot for (inst, _, _), slot in zip(started, slots) if inst == "b")
+        taken = next(slot for (inst, _, _), slot in zip(started, slots, strict=True) if inst == "b")
         assert taken > slots[0] and first.instance == "a", "the abandoned run was not superseded by b's slot"
         assert (records[taken].instance, records[taken].status) == ("b", RunStatus.SUCCEEDED)
     else:

@@ -83,7 +83,9 @@ def test_read_only_commands_never_create_the_schema(
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["jobs", "pgapp:scheduler", "--json"]) == 0
-    assert [r["last_status"] for r in json.loads(capsys.readouterr().out)] == [None]
+    assert [(r["last_status"], r["paused"]) for r in json.loads(capsys.readouterr().out)] == [(None, False)]
+    assert main(["pauses", "--backend", url]) == 1
+    assert "has no anarchon tables" in capsys.readouterr().err
     assert main(["migrate", "--backend", url, "--sql"]) == 0
     assert f'CREATE SCHEMA IF NOT EXISTS "{fresh}"' in capsys.readouterr().out
     assert not _schema_exists(pg_dsn, fresh)

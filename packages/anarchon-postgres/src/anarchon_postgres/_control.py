@@ -1,4 +1,4 @@
-"""Pauses and run requests in PostgreSQL: tables ``pauses`` and ``requests`` of the schema (migration 4).
+"""Pauses and run requests in PostgreSQL: tables ``pauses`` and ``requests`` of the schema (migration 5).
 
 A paused job's scheduled claims go to the ``claim_paused`` function, which
 decides each under the job row's lock, as ``claim()`` does, so a slot is
@@ -28,6 +28,8 @@ T = TypeVar("T")
 
 #: Tries of a request whose slot a concurrent request of the same job took.
 _REQUEST_TRIES = 10
+#: The migration that made the ``pauses`` table: a schema from before it stores no pause.
+PAUSES_SINCE = 5
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,12 @@ class ControlMixin:
 
     schema: str
     _timeout: float
+    _read_only: bool
+    schema_version: int | None
 
     if TYPE_CHECKING:  # the backend's own, used here
+
+        def _missing_schema(self) -> None: ...
 
         async def _call(self, what: str, op: Callable[[asyncpg.Connection, bool], Awaitable[T]]) -> T: ...
 
@@ -82,6 +88,11 @@ class ControlMixin:
         return _state(rows[0]) if rows else None
 
     async def pauses(self) -> list[PauseState]:
+        if self._read_only and (self.schema_version or 0) < PAUSES_SINCE:
+            # A look (``anarchon pauses``, ``jobs``) never migrates: no tables at all is a LookupError
+            # naming the schema, as for history; a schema from before pauses existed holds none.
+            self._missing_schema()
+            return []
         return [_state(row) for row in await self._one("pauses", _statements(self.schema).pauses)]
 
     async def claim_paused(self, claims: Sequence[Claim]) -> list[ClaimResult | None]:

@@ -22,7 +22,7 @@ from ..errors import JobNotFoundError
 from ..options import check_job_name
 from ..run import RunStatus, ms_to_datetime
 from ..scheduler import Scheduler
-from ._common import BACKEND_ENV, print_json, print_runs, resolve, table, utc
+from ._common import BACKEND_ENV, print_json, print_runs, reading, resolve, table, utc
 
 __all__ = ["COMMANDS", "register"]
 
@@ -137,7 +137,11 @@ async def resume(args: argparse.Namespace) -> int:
 
 
 async def pauses(args: argparse.Namespace) -> int:
-    _print_pauses(await _scheduler(args).pauses(), args.json)
+    # A look, so read-only: listing pauses never creates or migrates a schema (PostgreSQL).
+    _, backend = resolve(args.target, args.backend)
+    async with reading(backend):
+        states = await backend.pauses()
+    _print_pauses(states, args.json)
     return 0
 
 

@@ -15,12 +15,22 @@ __all__ = ["backends", "history", "jobs"]
 
 
 async def jobs(args: argparse.Namespace) -> int:
-    """Each job's cron, zone, next slot (UTC and the job's zone) and last status."""
+    """Each job's cron, zone, next slot (UTC and the job's zone), last status and whether it is paused.
+
+    ``paused`` is ``None`` (shown ``-``) on a backend without the ``pause``
+    capability: no job there can be paused, and "no" would claim a read.
+    """
     scheduler, backend = resolve(args.target, args.backend)
     assert scheduler is not None
     rows, shown = [], []
     missing: str | None = None
     async with reading(backend):
+        paused: set[str] | None = None
+        if backend.capabilities.pause:
+            try:
+                paused = {p.job for p in await backend.pauses() if p.paused}
+            except LookupError as exc:  # nothing stored yet (PostgreSQL: no schema): nothing paused
+                missing, paused = str(exc), set()
         for job in scheduler.jobs.values():
             try:
                 last = None if missing else await backend.last_run(job.name)
@@ -37,13 +47,16 @@ async def jobs(args: argparse.Namespace) -> int:
                     "next_slot": slot.isoformat().replace("+00:00", "Z"),
                     "next_slot_local": local.isoformat(),
                     "last_status": status,
+                    "paused": None if paused is None else job.name in paused,
                 }
             )
-            shown.append([job.name, job.cron, job.timezone, utc(slot), local.strftime("%Y-%m-%d %H:%M:%S %Z"), status])
+            mark = "-" if paused is None else "paused" if job.name in paused else ""
+            when = local.strftime("%Y-%m-%d %H:%M:%S %Z")
+            shown.append([job.name, job.cron, job.timezone, utc(slot), when, status, mark])
     if args.json:
         print_json(rows)
     else:
-        headers = ["name", "cron", "timezone", "next slot (UTC)", "next slot (job's zone)", "last status"]
+        headers = ["name", "cron", "timezone", "next slot (UTC)", "next slot (job's zone)", "last status", "paused"]
         print(table(headers, shown))
     if missing:
         print(f"anarchon: note: {missing}", file=sys.stderr)
