@@ -185,3 +185,34 @@ async def test_a_lapsed_heartbeat_pauses_claims_until_it_beats_again() -> None:
     assert await heartbeat.start(5)
     await _until(lambda: len(starts) > during, 5, "claiming to resume after the heartbeat came back")
     await a.stop(grace_ms=500)
+
+
+@pytest.mark.asyncio
+async def test_claims_resume_soon_after_a_long_lapse_ends() -> None:
+    """Waiting for the heartbeat is a local read: it must not back off as probes of the backend do.
+
+    The probes double from 0.2 s (each +-20 %), so the sixth comes 10.1-15.1 s into the
+    outage; beats come back at 7.6 s, after the fifth (at most 7.44 s). Backing off while
+    waiting for them left claims paused until that sixth probe, 2.5 s or more later.
+    """
+    store = MemoryStore()
+    starts: list[float] = []
+
+    async def tick(ctx: RunContext) -> None:
+        starts.append(time.monotonic())
+
+    a = Scheduler(MemoryBackend(store), instance_id="a")
+    a.add("tick", "* * * * * *", tick, jitter_ms=0)
+    await a.start()
+    await _until(lambda: starts, 3, "a first run")
+    heartbeat = a._heartbeat
+    assert heartbeat is not None
+    await heartbeat.stop(leave=False)
+    await _until(lambda: a._health.degraded, LIVENESS_TTL_MS / 1000 + 1, "the lapse to pause claiming")
+    await asyncio.sleep(7.6)
+    during = len(starts)
+    assert await heartbeat.start(5)
+    back = time.monotonic()
+    await _until(lambda: len(starts) > during, 15, "claiming to resume after the heartbeat came back")
+    await a.stop(grace_ms=500)
+    assert starts[during] - back <= 1.5, f"the first run came {starts[during] - back:.1f} s after beats were back"

@@ -184,8 +184,11 @@ class Recovery:
         while not self._stopping():
             await asyncio.sleep(delay / 1000 * random.uniform(0.8, 1.2))
             if not self._beating():
-                delay = min(delay * 2, BACKOFF_MAX_MS)
-                continue  # claims stay paused until this instance's heartbeat is acknowledged again
+                # Claims stay paused until this instance's heartbeat is acknowledged again. That is a
+                # local read, no call to the backend, so it keeps the shortest pace: backing off here
+                # kept claims paused up to 30 s after beats came back (a 7 s lapse: 2.5-7.5 s more).
+                delay = BACKOFF_MIN_MS
+                continue
             jobs = self._registry.all()
             try:
                 marks = await self._backend.marks(jobs)
