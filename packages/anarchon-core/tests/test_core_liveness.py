@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from anarchon import MemoryBackend, MemoryStore, RunContext, RunStatus, Scheduler
+from anarchon import MemoryBackend, MemoryStore, RunContext, RunStatus, Scheduler, hookimpl
 from anarchon.liveness import LIVENESS_TTL_MS
 
 
@@ -169,7 +169,15 @@ async def test_a_lapsed_heartbeat_pauses_claims_until_it_beats_again() -> None:
     async def tick(ctx: RunContext) -> None:
         starts.append(ctx.slot_ms)
 
+    errors: list[str] = []
+
+    class Errors:
+        @hookimpl
+        def anarchon_backend_error(self, scheduler: Scheduler, operation: str, error: BaseException) -> None:
+            errors.append(operation)
+
     a = Scheduler(MemoryBackend(store), instance_id="a")
+    a.plugins.register(Errors())
     a.add("tick", "* * * * * *", tick, jitter_ms=0)
     await a.start()
     await _until(lambda: starts, 3, "a first run")
@@ -182,6 +190,8 @@ async def test_a_lapsed_heartbeat_pauses_claims_until_it_beats_again() -> None:
     await asyncio.sleep(2.5)
     assert len(starts) == during, "runs started while the heartbeat had lapsed"
     assert store._books["tick"].fencing - fencing_before <= 1, "claims and take-overs went on during the lapse"
+    # One report per lapse: the watcher's 250 ms wake-ups are no failed backend calls.
+    assert errors.count("heartbeat") == 1, errors
     assert await heartbeat.start(5)
     await _until(lambda: len(starts) > during, 5, "claiming to resume after the heartbeat came back")
     await a.stop(grace_ms=500)

@@ -126,10 +126,12 @@ class Heartbeat:
         """
         seen = self._state[1]
         given_up: list[Grant] = []
+        reported = False  # this lapse told to BackendHealth (once: observers count failed calls)
         while not stopping():
             deadline, revived = self._state
             now = time.monotonic()
             if now <= deadline and revived == seen:
+                reported = False
                 if given_up:
                     grants, given_up = given_up, []
                     await self._hand_over(backend, grants, health)
@@ -150,7 +152,9 @@ class Heartbeat:
             if time.monotonic() > self._state[0]:
                 # Claim nothing and take nothing over until a beat is acknowledged: every grant would
                 # be handed straight back (model finding: an endless claim, hand-over, take-over loop).
-                health.failed("heartbeat", TimeoutError("no heartbeat acknowledged within its hold"))
+                if not reported:
+                    health.failed("heartbeat", TimeoutError("no heartbeat acknowledged within its hold"))
+                    reported = True
                 await asyncio.sleep(self._period)
 
     @staticmethod
