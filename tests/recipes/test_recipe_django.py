@@ -46,7 +46,7 @@ def test_migrate_does_not_start_a_scheduler(django_env: dict[str, str]) -> None:
 def test_app_config_ready_starts_the_scheduler_and_sync_jobs_use_the_orm(django_env: dict[str, str]) -> None:
     probe = textwrap.dedent(
         """
-        import json, time
+        import asyncio, json, time
         import django
         django.setup()
         from django.apps import apps
@@ -56,10 +56,19 @@ def test_app_config_ready_starts_the_scheduler_and_sync_jobs_use_the_orm(django_
         deadline = time.monotonic() + 30
         while Heartbeat.objects.count() < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
-        manual = handle.run_now("django-heartbeat")
-        runs = handle.history("django-heartbeat")
-        handle.stop()
-        print(json.dumps({"rows": Heartbeat.objects.count(), "manual": manual.status.value,
+        skips = 0
+        for _ in range(20):
+            manual = handle.run_now("django-heartbeat")
+            if manual.status.value != "skipped":
+                break
+            # A run now while a scheduled run of the job runs is skipped (the overlap rule, as the
+            # spec says): wait for that run to end, then ask again.
+            skips += 1
+            while any(r.status.value == "running" for r in handle.history("django-heartbeat", 5)):
+                time.sleep(0.02)
+        handle.stop()  # waits for the runs in progress: the history read next has none running
+        runs = asyncio.run(handle.scheduler.history("django-heartbeat"))
+        print(json.dumps({"rows": Heartbeat.objects.count(), "manual": manual.status.value, "skips": skips,
                           "statuses": sorted({r.status.value for r in runs}), "running": handle.running}))
         """
     )
@@ -68,7 +77,9 @@ def test_app_config_ready_starts_the_scheduler_and_sync_jobs_use_the_orm(django_
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout.strip().splitlines()[-1])
     assert answer["rows"] >= 4 and answer["manual"] == "succeeded", answer
-    assert answer["statuses"] == ["succeeded"] and answer["running"] is False, answer
+    # Skipped records are the run-now tries that met a scheduled run (CI: one in about 20 runs).
+    assert answer["statuses"] == (["skipped", "succeeded"] if answer["skips"] else ["succeeded"]), answer
+    assert answer["running"] is False, answer
 
 
 @pytest.mark.slow
