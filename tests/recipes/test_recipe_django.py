@@ -77,8 +77,9 @@ def test_app_config_ready_starts_the_scheduler_and_sync_jobs_use_the_orm(django_
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout.strip().splitlines()[-1])
     assert answer["rows"] >= 4 and answer["manual"] == "succeeded", answer
-    # Skipped records are the run-now tries that met a scheduled run (CI: one in about 20 runs).
-    assert answer["statuses"] == (["skipped", "succeeded"] if answer["skips"] else ["succeeded"]), answer
+    # A skipped record is a run now that met a scheduled run (seen once in CI), or a scheduled slot
+    # that came due during the run now: the overlap rule both ways. Nothing failed or still runs.
+    assert set(answer["statuses"]) <= {"skipped", "succeeded"} and "succeeded" in answer["statuses"], answer
     assert answer["running"] is False, answer
 
 
