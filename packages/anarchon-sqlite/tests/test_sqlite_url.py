@@ -25,6 +25,32 @@ def test_history_through_the_cli_reads_the_file_in_the_url(tmp_path: Path, capsy
     assert (shown["slot_ms"], shown["instance"]) == (run.slot_ms, "sqlite-url")
 
 
+def test_a_look_at_a_path_with_no_file_names_it_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A typo'd path used to get an empty 48 KB database created there and the answer "no runs"."""
+    typo = tmp_path / "jbos.sqlite3"
+    url = f"sqlite:///{typo}"
+    assert main(["history", "--backend", url, "report"]) == 1
+    err = capsys.readouterr().err
+    assert f"SQLite database {typo} does not exist" in err and "check the path" in err
+    assert main(["pauses", "--backend", url]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "app.py").write_text(
+        f"from anarchon import Scheduler\nscheduler = Scheduler({url!r})\nscheduler.add('report', '0 2 * * *', print)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["jobs", "app:scheduler", "--json"]) == 0
+    out = capsys.readouterr()
+    assert [(r["last_status"], r["paused"]) for r in json.loads(out.out)] == [(None, False)]
+    assert "does not exist" in out.err
+    assert main(["check", "--backend", url]) == 0  # a new deploy: the folder is writable, the fleet creates the file
+    assert not typo.exists() and not list(tmp_path.glob("*.sqlite3*")), "a look created a database file"
+    assert main(["check", "--backend", f"sqlite:///{tmp_path / 'no-such-folder' / 'x.sqlite3'}"]) == 1
+    assert "does not exist; create it" in capsys.readouterr().out
+
+
 def test_unknown_keys_and_bad_values_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="unknown option 'journal'") as info:
         SQLiteBackend.from_url("sqlite:///x.db?journal=wal")

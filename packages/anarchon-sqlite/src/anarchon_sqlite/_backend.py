@@ -110,6 +110,8 @@ class SQLiteBackend(LeaseBackend):
         self._clock: Callable[[], int] = _store.wall_ms
         self._broken = False
         self._opening = asyncio.Lock()  # one connection per object, however start() is called
+        #: Opened by start_read_only() on a path with no file: every read raises LookupError.
+        self._absent = False
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteBackend:
@@ -168,9 +170,26 @@ class SQLiteBackend(LeaseBackend):
             )
 
     async def start(self) -> None:
+        self._absent = False
         async with self._opening:
             if self._conn is None or self._broken:
                 await self._open()
+
+    async def start_read_only(self) -> None:
+        """Open for a look (``anarchon history``, ``jobs``, ``pauses``, ``check``): never create the file.
+
+        A path with no database file is one nothing ran under, often a typo: every read then
+        raises ``LookupError`` naming it, as PostgreSQL does for a schema without tables,
+        rather than creating an empty database there and answering "no runs". The folder is
+        checked as :meth:`start` checks it, so ``anarchon check`` still fails on a folder the
+        fleet could not write. An existing file is opened as :meth:`start` opens it.
+        """
+        if await asyncio.to_thread(os.path.exists, self.path):
+            await self.start()
+            return
+        self._check_path()
+        await self._drop()
+        self._absent = True
 
     async def _open(self) -> None:
         await self._drop()
@@ -216,10 +235,15 @@ class SQLiteBackend(LeaseBackend):
 
     async def close(self) -> None:
         await self._drop()
-        self._broken = False
+        self._broken = self._absent = False
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """One transaction (or read) on this instance's connection, reopened after a failure."""
+        if self._absent:
+            raise LookupError(
+                f"SQLite database {self.path} does not exist: nothing ran under this path; check the path "
+                "(sqlite:///relative/to/cwd or sqlite:////absolute in the URL), or start the fleet, which creates it"
+            )
         if self._broken:
             async with self._opening:
                 if self._broken:
