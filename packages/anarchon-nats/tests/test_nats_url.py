@@ -62,6 +62,36 @@ def test_history_through_the_cli_reads_the_stream_and_prefix_in_the_url(
     assert (same.stream, same.prefix, same.servers) == (stream, prefix, [nats_url])
 
 
+def test_a_look_at_a_stream_that_does_not_exist_names_it_and_creates_nothing(
+    nats_url: str, namespace: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wrong stream= used to get that stream created and the answer "no runs"."""
+    stream, prefix = namespace
+    url = f"{nats_url}?stream={stream}&prefix={prefix}"
+    assert main(["history", "--backend", url, "report"]) == 1
+    err = capsys.readouterr().err
+    assert f"JetStream stream {stream!r} does not exist" in err and "check stream=" in err
+    assert main(["check", "--backend", url]) == 0
+    assert "ok     connect" in capsys.readouterr().out
+
+    async def exists() -> bool:
+        nc = await nats.connect(nats_url)
+        try:
+            await nc.jetstream().stream_info(stream)
+        except nats.js.errors.NotFoundError:
+            return False
+        finally:
+            await nc.close()
+        return True
+
+    assert not asyncio.run(exists()), "a look created the stream"
+    scheduler = Scheduler(backend=url, instance_id="nats-look")
+    scheduler.add("report", "0 0 1 1 *", lambda: None)
+    run = asyncio.run(scheduler.run_now("report"))  # the fleet's own start creates it
+    assert main(["history", "--backend", url, "report", "--json"]) == 0
+    assert [r["slot_ms"] for r in json.loads(capsys.readouterr().out)] == [run.slot_ms]
+
+
 def test_unknown_query_keys_are_refused_with_the_seeds_options() -> None:
     with pytest.raises(ValueError, match="unknown option 'lease_ms'") as info:
         NatsBackend.from_url("nats://n1:4222?lease_ms=1")

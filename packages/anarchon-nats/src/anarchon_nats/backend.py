@@ -133,6 +133,8 @@ class NatsBackend(Backend):
         self._per_subject = 0
         self._needed = self.history_size
         self._requests = Requests()
+        #: Connected by start_read_only() to a server without this stream: every read raises LookupError.
+        self._absent = False
         self._finishes: Batcher[tuple[str, bytes, str]] = Batcher(self._publish_results, in_flight=4)
 
     @classmethod
@@ -160,6 +162,8 @@ class NatsBackend(Backend):
     # -- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
+        if self._absent:
+            await self.close()  # a look found no stream; the fleet's start creates it
         if self._js is not None:
             return
         nc = self.connection if self.connection is not None else await self._connect()
@@ -185,6 +189,34 @@ class NatsBackend(Backend):
         else:
             if warning:
                 log.warning("NATS at %s: %s", self._where(), warning)
+
+    async def start_read_only(self) -> None:
+        """Connect for a look (``anarchon history``, ``jobs``, ``check``): never create or change the stream.
+
+        A stream that does not exist is one nothing ran under, or a wrong ``stream=``: every
+        read then raises ``LookupError`` naming it, rather than creating a stream to answer
+        "no runs".
+        """
+        if self._js is not None:
+            return
+        nc = self.connection if self.connection is not None else await self._connect()
+        js = nc.jetstream(timeout=REQUEST_TIMEOUT_S)
+        try:
+            info = await js.stream_info(self.stream)
+        except NotFoundError:
+            self._absent = True
+        except (asyncio.TimeoutError, nats.errors.NoRespondersError, ServiceUnavailableError) as exc:
+            await self._drop(nc)
+            raise BackendUnavailableError(
+                f"NATS at {self._where()} did not answer JetStream requests ({type(exc).__name__}); "
+                "JetStream must be enabled on the server (nats-server -js)"
+            ) from None
+        except BaseException:
+            await self._drop(nc)
+            raise
+        else:
+            self._per_subject = info.config.max_msgs_per_subject or 0
+        self._nc, self._js = nc, js
 
     async def _connect(self) -> Client:
         errors: list[BaseException] = []
@@ -241,10 +273,16 @@ class NatsBackend(Backend):
         if self._js is not None:
             await self._finishes.drain()
         nc, self._nc, self._js = self._nc, None, None
+        self._absent = False
         if nc is not None:
             await self._drop(nc)
 
     def _jetstream(self) -> JetStreamContext:
+        if self._absent:
+            raise LookupError(
+                f"JetStream stream {self.stream!r} does not exist at {self._where()}: nothing ran under it; "
+                "check stream= (and prefix=) in the URL, or start the fleet, which creates it"
+            )
         if self._js is None:
             raise RuntimeError("NatsBackend is not started: call start() (the Scheduler does) before using it")
         return self._js
