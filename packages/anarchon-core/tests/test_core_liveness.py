@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from anarchon import MemoryBackend, MemoryStore, RunContext, RunStatus, Scheduler, hookimpl
+from anarchon._heartbeat import Heartbeat
 from anarchon.liveness import LIVENESS_TTL_MS
 
 
@@ -23,6 +25,24 @@ async def _until(check: object, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout_s} s")
         await asyncio.sleep(0.02)
+
+
+async def _every_second_then_lapse(
+    store: MemoryStore, tick: Callable[[RunContext], Awaitable[None]], ran: Callable[[], object], *plugins: object
+) -> tuple[Scheduler, Heartbeat]:
+    """Scheduler "a" with an every-second job, started until it ran once, then its heartbeat stopped
+    (without leaving) and its lapse seen: claims are paused from here."""
+    a = Scheduler(MemoryBackend(store), instance_id="a")
+    for plugin in plugins:
+        a.plugins.register(plugin)
+    a.add("tick", "* * * * * *", tick, jitter_ms=0)
+    await a.start()
+    await _until(ran, 3, "a first run")
+    heartbeat = a._heartbeat
+    assert heartbeat is not None
+    await heartbeat.stop(leave=False)
+    await _until(lambda: a._health.degraded, LIVENESS_TTL_MS / 1000 + 1, "the lapse to pause claiming")
+    return a, heartbeat
 
 
 @pytest.mark.asyncio
@@ -176,15 +196,7 @@ async def test_a_lapsed_heartbeat_pauses_claims_until_it_beats_again() -> None:
         def anarchon_backend_error(self, scheduler: Scheduler, operation: str, error: BaseException) -> None:
             errors.append(operation)
 
-    a = Scheduler(MemoryBackend(store), instance_id="a")
-    a.plugins.register(Errors())
-    a.add("tick", "* * * * * *", tick, jitter_ms=0)
-    await a.start()
-    await _until(lambda: starts, 3, "a first run")
-    heartbeat = a._heartbeat
-    assert heartbeat is not None
-    await heartbeat.stop(leave=False)
-    await _until(lambda: a._health.degraded, LIVENESS_TTL_MS / 1000 + 1, "the lapse to pause claiming")
+    a, heartbeat = await _every_second_then_lapse(store, tick, lambda: starts, Errors())
     during = len(starts)
     fencing_before = store._books["tick"].fencing
     await asyncio.sleep(2.5)
@@ -211,14 +223,7 @@ async def test_claims_resume_soon_after_a_long_lapse_ends() -> None:
     async def tick(ctx: RunContext) -> None:
         starts.append(time.monotonic())
 
-    a = Scheduler(MemoryBackend(store), instance_id="a")
-    a.add("tick", "* * * * * *", tick, jitter_ms=0)
-    await a.start()
-    await _until(lambda: starts, 3, "a first run")
-    heartbeat = a._heartbeat
-    assert heartbeat is not None
-    await heartbeat.stop(leave=False)
-    await _until(lambda: a._health.degraded, LIVENESS_TTL_MS / 1000 + 1, "the lapse to pause claiming")
+    a, heartbeat = await _every_second_then_lapse(store, tick, lambda: starts)
     await asyncio.sleep(7.6)
     during = len(starts)
     assert await heartbeat.start(5)
