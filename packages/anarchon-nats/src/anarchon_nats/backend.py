@@ -172,11 +172,7 @@ class NatsBackend(Backend):
             config = await ensure_stream(js, self._needs(self._needed))
         except (asyncio.TimeoutError, nats.errors.NoRespondersError, ServiceUnavailableError) as exc:
             await self._drop(nc)
-            raise BackendUnavailableError(
-                f"NATS at {self._where()} did not answer JetStream requests ({type(exc).__name__}); "
-                "JetStream must be enabled on the server (nats-server -js), and in a cluster a "
-                "JetStream meta leader must be elected"
-            ) from None
+            raise self._no_jetstream(exc) from None
         except BaseException:
             await self._drop(nc)
             raise
@@ -189,6 +185,13 @@ class NatsBackend(Backend):
         else:
             if warning:
                 log.warning("NATS at %s: %s", self._where(), warning)
+
+    def _no_jetstream(self, exc: BaseException) -> BackendUnavailableError:
+        return BackendUnavailableError(
+            f"NATS at {self._where()} did not answer JetStream requests ({type(exc).__name__}); "
+            "JetStream must be enabled on the server (nats-server -js), and in a cluster a "
+            "JetStream meta leader must be elected"
+        )
 
     async def start_read_only(self) -> None:
         """Connect for a look (``anarchon history``, ``jobs``, ``check``): never create or change the stream.
@@ -207,10 +210,7 @@ class NatsBackend(Backend):
             self._absent = True
         except (asyncio.TimeoutError, nats.errors.NoRespondersError, ServiceUnavailableError) as exc:
             await self._drop(nc)
-            raise BackendUnavailableError(
-                f"NATS at {self._where()} did not answer JetStream requests ({type(exc).__name__}); "
-                "JetStream must be enabled on the server (nats-server -js)"
-            ) from None
+            raise self._no_jetstream(exc) from None
         except BaseException:
             await self._drop(nc)
             raise
