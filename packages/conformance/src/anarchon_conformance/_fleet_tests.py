@@ -130,7 +130,7 @@ class FleetTests(FleetControlTests, SuiteBase):
         assert second["instance"] != first["instance"]
         assert second["fencing"] > first["fencing"]
         assert take_over.took_ms <= lease_ms + jitter_ms + lease_ms * POLL_SLACK + 500
-        assert report.duplicates == 0, report.duplicate_slots
+        assert report.duplicates == 0, (report.duplicate_slots, _near(f, report.duplicate_slots, 0))
         assert report.missed == 0, (report.missed_slots, _near(f, report.missed_slots))
         assert report.take_overs >= 1
 
@@ -179,14 +179,25 @@ class FleetTests(FleetControlTests, SuiteBase):
         # the next slot of that job, claimed within that time, is skipped for overlap: at most one each.
         assert all(fate in ("ran once", "taken over") for fate in fates if fate != "outside the window"), fates
         # The slow job's next slot may overlap its own re-run (3 s from the take-over); an every-second
-        # job's slot may be skipped only right after a dead grant of the same job, before the death shows.
+        # job's slot may be skipped only right after a run a dead instance held, before the death shows:
+        # a grant of the dead batch, or a run the first victim started and the backend never recorded
+        # (a kill lands while it holds every-second runs too, more often on a loaded machine).
+        killed = {take_over.first["instance"], died["instance"]}
+        ledger = f.ledger()
+        recorded = {(r["job"], r["slot"], r["instance"]) for r in ledger if r["e"] == "recorded"}
+        held_by_dead = granted | {
+            (r["job"], r["slot"])
+            for r in ledger
+            if r["e"] == "start" and r["instance"] in killed and (r["job"], r["slot"], r["instance"]) not in recorded
+        }
         skipped = sorted(
             (row.job, row.slot_ms)
             for row in report.rows
             if row.outcome == "skipped (overlap)" and row.job != "job-slow"
         )
-        assert all((job, slot - 1000) in granted for job, slot in skipped), (
-            f"every-second slots skipped other than right after a dead grant {sorted(granted)}: {skipped}"
+        assert all((job, slot - 1000) in held_by_dead for job, slot in skipped), (
+            f"every-second slots skipped other than right after a run a dead instance held "
+            f"{sorted(held_by_dead)}: {skipped}"
         )
 
     @requires("multi_process", lease=False)

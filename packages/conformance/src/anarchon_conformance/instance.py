@@ -1,6 +1,7 @@
 """One instance process of a fleet: a scheduler whose every run leaves a line in the ledger.
 
-Every instance appends one JSON line when a run starts, ends, or a slot is
+Every instance appends one JSON line when a run starts, ends, is recorded by
+the backend (``recorded``, after ``finish()`` answered), or a slot is
 skipped for overlap (for the ``--flaky`` jobs: at each try, as ``try``), to a
 file outside the backend (``O_APPEND`` writes of one short line are atomic on
 a local file system), so the ledger survives
@@ -70,6 +71,12 @@ def _instance_main(args: argparse.Namespace) -> None:
         def anarchon_scheduler_started(self, scheduler: Scheduler) -> None:
             ledger.write("ready", pid=os.getpid())
             print(READY, flush=True)
+
+        @hookimpl
+        def anarchon_run_finished(self, scheduler: Scheduler, job: Any, run: Any) -> None:
+            # The backend has the record: a later attempt of this run would be a duplicate, where
+            # one after an ``end`` without this line is the re-run SPEC §4 allows (died before it).
+            ledger.write("recorded", job=job.name, slot=run.slot_ms, attempt=run.attempt)
 
         @hookimpl
         def anarchon_slot_skipped(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:

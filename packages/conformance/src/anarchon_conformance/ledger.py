@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "RE_RUN_EDGE",
     "FleetReport",
     "SlotRow",
     "TakeOver",
@@ -47,7 +48,7 @@ class SlotRow:
 
     job: str
     slot_ms: int
-    runs: tuple[tuple[str, int, str], ...]  # (instance, attempt, "succeeded" | "died" | "running")
+    runs: tuple[tuple[str, int, str], ...]  # (instance, attempt, "succeeded" | "died" | RE_RUN_EDGE)
     skipped: bool
 
     @property
@@ -57,7 +58,11 @@ class SlotRow:
         if not self.runs:
             return "MISSED"
         finished = [r for r in self.runs if r[2] == "succeeded"]
-        return "DUPLICATE" if len(finished) > 1 else ("taken over" if len(self.runs) > 1 else "ran once")
+        if len(finished) > 1:
+            return "DUPLICATE"
+        if any(r[2] == RE_RUN_EDGE for r in self.runs):
+            return "re-run"
+        return "taken over" if len(self.runs) > 1 else "ran once"
 
 
 @dataclass
@@ -72,6 +77,10 @@ class FleetReport:
     covered: int = 0
     take_overs: int = 0
     take_over_ms: list[int] = field(default_factory=list)
+    #: Slots run again by a take-over after their killed runner had ended the job but died before
+    #: the backend recorded it: the at-least-once edge SPEC §4 allows (jobs should be idempotent).
+    re_runs: int = 0
+    re_run_slots: list[tuple[str, int]] = field(default_factory=list)
     rows: list[SlotRow] = field(default_factory=list)
     duplicate_slots: list[tuple[str, int]] = field(default_factory=list)
     missed_slots: list[tuple[str, int]] = field(default_factory=list)
@@ -81,7 +90,7 @@ class FleetReport:
         return (
             f"slots: {self.slots}, runs: {self.runs}, duplicates: {self.duplicates}, "
             f"missed: {self.missed}, skipped (overlap): {self.skipped}, covered: {self.covered}, "
-            f"take-overs: {self.take_overs}{took}"
+            f"take-overs: {self.take_overs}{took}, re-runs (died before the record): {self.re_runs}"
         )
 
 
@@ -106,6 +115,34 @@ class TakeOver:
         return int(self.second["t"]) - self.killed_at
 
 
+#: A run whose job ended on an instance that was killed before the backend recorded the end,
+#: and that a later attempt ran again (the row's status for it).
+RE_RUN_EDGE = "ended, killed before its record"
+
+
+def _re_run_edges(
+    starts: list[dict[str, Any]], ends: list[dict[str, Any]], recorded: set[tuple[str, int]], killed: set[str]
+) -> set[tuple[str, int]]:
+    """The ended runs of one slot that a later attempt may run again without a duplicate.
+
+    The job ended (``end``), the backend never answered its finish (no ``recorded``), its
+    instance was killed, and a higher attempt started after the end: the backend could not tell
+    a finished job from a dead one. Anything else that ends twice is a duplicate.
+    """
+    edges: set[tuple[str, int]] = set()
+    for end in ends:
+        run = (end["instance"], end["attempt"])
+        if run in recorded or end["instance"] not in killed:
+            continue
+        if any(s["attempt"] > end["attempt"] and s["t"] >= end["t"] for s in starts):
+            edges.add(run)
+    return edges
+
+
+def _status(run: tuple[str, int], ended: set[tuple[str, int]], edges: set[tuple[str, int]]) -> str:
+    return RE_RUN_EDGE if run in edges else "succeeded" if run in ended else "died"
+
+
 def grant_of(start: dict[str, Any]) -> tuple[str, int, int | None]:
     """The grant a ``start`` line ran under: a run handed over goes on as the same attempt
     on another instance, so only instance, attempt and fencing token together tell one grant."""
@@ -121,7 +158,10 @@ def reconcile(
 
     A *duplicate* is a slot run to its end more than once, or started twice
     under one grant (instance, attempt and fencing token; a run handed over on
-    stop goes on as the same attempt elsewhere); a *take-over* is a slot whose later attempt
+    stop goes on as the same attempt elsewhere), except a *re-run*: a take-over of a run
+    whose killed runner ended the job before the backend recorded it (SPEC §4: a lease
+    backend may run a slot again after a runner dies; see :func:`_re_run_edges`); a
+    *take-over* is a slot whose later attempt
     started after an earlier one died; a slot is *missed* when nothing ran it,
     no instance recorded it as skipped for overlap, and no later run of the job
     covers it (its ``missed`` count reaches back over the slot). ``killed_at`` maps an
@@ -130,6 +170,7 @@ def reconcile(
     starts: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     ends: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     skips: set[tuple[str, int]] = set()
+    recorded: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
     for rec in ledger:
         key = (rec["job"], rec["slot"]) if "job" in rec else None
         if key is None:
@@ -138,6 +179,8 @@ def reconcile(
             starts[key].append(rec)
         elif rec["e"] == "end":
             ends[key].append(rec)
+        elif rec["e"] == "recorded":
+            recorded[key].add((rec["instance"], rec["attempt"]))
         elif rec["e"] == "skip" and rec.get("reason") == "overlap":
             skips.add(key)
     report = FleetReport()
@@ -156,15 +199,19 @@ def reconcile(
             key = (job, slot)
             report.slots += 1
             s, e = starts.get(key, []), ends.get(key, [])
+            edges = _re_run_edges(s, e, recorded.get(key, set()), set(killed_at))
             ended = {(r["instance"], r["attempt"]) for r in e}
             runs = tuple(
-                (r["instance"], r["attempt"], "succeeded" if (r["instance"], r["attempt"]) in ended else "died")
+                (r["instance"], r["attempt"], _status((r["instance"], r["attempt"]), ended, edges))
                 for r in sorted(s, key=lambda r: (r["attempt"], r["t"]))
             )
             grants = [grant_of(r) for r in s]
-            if len(e) > 1 or len(grants) != len(set(grants)):
+            if len(e) - len(edges) > 1 or len(grants) != len(set(grants)):
                 report.duplicates += 1
                 report.duplicate_slots.append(key)
+            elif edges:
+                report.re_runs += 1
+                report.re_run_slots.append(key)
             if not s and key not in skips and key not in covered:
                 report.missed += 1
                 report.missed_slots.append(key)
