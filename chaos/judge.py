@@ -67,6 +67,8 @@ from anarchon_conformance.fleet import grant_of
 __all__ = ["Timeline", "Verdict", "judge"]
 
 SKEW_MARGIN_MS = 600
+#: One grant of a slot: instance, attempt, fencing token (``grant_of``).
+GrantKey = tuple[str, int, int | None]
 
 
 @dataclass
@@ -219,12 +221,12 @@ class _Health:
 def _handed_over(
     run: dict[str, Any],
     key: tuple[str, int],
-    ends: dict[tuple[str, int], dict[str, Any]],
-    cancelled: dict[tuple[str, int], dict[tuple[str, int], dict[str, Any]]],
+    ends: dict[GrantKey, dict[str, Any]],
+    cancelled: dict[tuple[str, int], dict[GrantKey, dict[str, Any]]],
     timeline: Timeline,
 ) -> bool:
     """Whether a run was cancelled by its instance's graceful stop (and so released, not lost)."""
-    rk = (run["instance"], run["attempt"])
+    rk = grant_of(run)
     if rk in ends:
         return False
     stopped, why = timeline.ends.get(run["instance"], (0, ""))
@@ -232,9 +234,9 @@ def _handed_over(
     return why == "term" and cancel is not None and cancel["t"] >= stopped
 
 
-def _last_sign(run: dict[str, Any], stops: dict[tuple[str, int], dict[str, Any]], timeline: Timeline) -> int:
+def _last_sign(run: dict[str, Any], stops: dict[GrantKey, dict[str, Any]], timeline: Timeline) -> int:
     """When an unfinished run was last known alive."""
-    key = (run["instance"], run["attempt"])
+    key = grant_of(run)
     if key in stops:
         return int(stops[key]["t"])
     seat = seat_of(run["instance"])
@@ -269,8 +271,8 @@ def judge(
     health = _Health(ledger, timeline)
 
     starts: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
-    finished: dict[tuple[str, int], dict[tuple[str, int], dict[str, Any]]] = defaultdict(dict)
-    cancelled: dict[tuple[str, int], dict[tuple[str, int], dict[str, Any]]] = defaultdict(dict)
+    finished: dict[tuple[str, int], dict[GrantKey, dict[str, Any]]] = defaultdict(dict)
+    cancelled: dict[tuple[str, int], dict[GrantKey, dict[str, Any]]] = defaultdict(dict)
     skips: set[tuple[str, int]] = set()
     unknown: set[tuple[str, int]] = set()
     late: set[tuple[str, int]] = set()
@@ -279,7 +281,9 @@ def judge(
         if "job" not in rec or rec.get("manual"):
             continue
         key = (rec["job"], rec["slot"])
-        run_key = (rec["instance"], rec.get("attempt", 0))
+        # One grant: the same instance may run one attempt twice under two fencing tokens (its
+        # heartbeat lapsed, it gave the run up as handed over and took it back), two runs, not one.
+        run_key = (rec["instance"], rec.get("attempt", 0), rec.get("fencing"))  # as grant_of
         if rec["e"] == "start":
             starts[key].append(rec)
             if rec.get("catch_up") or rec.get("missed"):
@@ -318,7 +322,7 @@ def judge(
             # -- duplicates: concurrent runs, repeated attempts, any second run on a claim backend
             intervals = []
             for r in runs:
-                rk = (r["instance"], r["attempt"])
+                rk = grant_of(r)
                 stop = stops[rk]["t"] if rk in stops else _last_sign(r, stops, timeline)
                 if rk not in stops and r["instance"] not in timeline.ends:
                     stop = final_stop or 2**62
@@ -334,7 +338,7 @@ def judge(
 
             # -- several attempts: take-over, hand-over or re-run
             for earlier, later in itertools.pairwise(runs):
-                ek = (earlier["instance"], earlier["attempt"])
+                ek = grant_of(earlier)
                 if ek in ends:
                     v.re_runs.append(
                         f"{label}: {earlier['instance']}#{earlier['attempt']} ended at {ends[ek]['t']}, lease lost "

@@ -150,3 +150,24 @@ def test_one_grant_started_twice_is_a_duplicate_even_when_the_runs_do_not_overla
         rec["instance"] = "i1-s0"  # the same instance, attempt and fencing token: one grant run twice
     v = _judge(ledger, timeline, {SLOTS[0]: "succeeded"})
     assert len(v.duplicates) == 1
+
+
+def _taken_back_ledger(first_cancel: int) -> list[dict[str, Any]]:
+    """i1 runs slot 0 under fencing 1, gives it up (its heartbeat lapsed: handed over, attempt
+    kept) and takes it back under fencing 2, then runs it to its end (a chaos run on SQLite)."""
+    return [
+        *_ready("i1-s0"),
+        {**_run("start", "i1-s0", S + 100, SLOTS[0], 1), "fencing": 1},
+        {**_run("cancel", "i1-s0", first_cancel, SLOTS[0], 1), "fencing": 1},
+        {**_run("start", "i1-s0", S + 3000, SLOTS[0], 1), "fencing": 2},
+        {**_run("end", "i1-s0", S + 5000, SLOTS[0], 1), "fencing": 2},
+        *[r for slot in SLOTS[1:] for r in (_run("start", "i1-s0", slot, slot), _run("end", "i1-s0", slot + 50, slot))],
+    ]
+
+
+def test_one_instance_running_one_attempt_under_two_fencing_tokens_in_turn_is_no_duplicate() -> None:
+    # Keyed by instance and attempt alone, the first run's interval ended at the second's stop.
+    v = _judge(_taken_back_ledger(first_cancel=S + 2000), Timeline(), {SLOTS[0]: "succeeded"})
+    assert v.duplicates == [] and v.broken == []
+    overlapping = _judge(_taken_back_ledger(first_cancel=S + 3500), Timeline(), {SLOTS[0]: "succeeded"})
+    assert len(overlapping.duplicates) == 1
