@@ -21,7 +21,7 @@ def test_a_line_still_being_written_is_left_for_the_next_read(tmp_path: Path) ->
 
 def _run(instance: str, attempt: int, t: int, *, recorded: bool) -> list[dict[str, object]]:
     """The lines one run of job x's slot 1000 leaves: started at t, ended 10 ms later."""
-    run = {"job": "x", "slot": 1000, "instance": instance, "attempt": attempt}
+    run = {"job": "x", "slot": 1000, "instance": instance, "attempt": attempt, "fencing": attempt}
     lines = [{"e": "start", "t": t, **run}, {"e": "end", "t": t + 10, **run}]
     return lines + ([{"e": "recorded", "t": t + 20, **run}] if recorded else [])
 

@@ -115,23 +115,26 @@ class TakeOver:
         return int(self.second["t"]) - self.killed_at
 
 
+#: One grant of a slot: instance, attempt and fencing token (see :func:`grant_of`).
+GrantKey = tuple[str, int, int | None]
+
 #: A run whose job ended on an instance that was killed before the backend recorded the end,
 #: and that a later attempt ran again (the row's status for it).
 RE_RUN_EDGE = "ended, killed before its record"
 
 
 def _re_run_edges(
-    starts: list[dict[str, Any]], ends: list[dict[str, Any]], recorded: set[tuple[str, int]], killed: set[str]
-) -> set[tuple[str, int]]:
+    starts: list[dict[str, Any]], ends: list[dict[str, Any]], recorded: set[GrantKey], killed: set[str]
+) -> set[GrantKey]:
     """The ended runs of one slot that a later attempt may run again without a duplicate.
 
     The job ended (``end``), the backend never answered its finish (no ``recorded``), its
     instance was killed, and a higher attempt started after the end: the backend could not tell
     a finished job from a dead one. Anything else that ends twice is a duplicate.
     """
-    edges: set[tuple[str, int]] = set()
+    edges: set[GrantKey] = set()
     for end in ends:
-        run = (end["instance"], end["attempt"])
+        run = grant_of(end)
         if run in recorded or end["instance"] not in killed:
             continue
         if any(s["attempt"] > end["attempt"] and s["t"] >= end["t"] for s in starts):
@@ -139,11 +142,11 @@ def _re_run_edges(
     return edges
 
 
-def _status(run: tuple[str, int], ended: set[tuple[str, int]], edges: set[tuple[str, int]]) -> str:
+def _status(run: GrantKey, ended: set[GrantKey], edges: set[GrantKey]) -> str:
     return RE_RUN_EDGE if run in edges else "succeeded" if run in ended else "died"
 
 
-def grant_of(start: dict[str, Any]) -> tuple[str, int, int | None]:
+def grant_of(start: dict[str, Any]) -> GrantKey:
     """The grant a ``start`` line ran under: a run handed over goes on as the same attempt
     on another instance, so only instance, attempt and fencing token together tell one grant."""
     return (start["instance"], start["attempt"], start.get("fencing"))
@@ -170,7 +173,7 @@ def reconcile(
     starts: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     ends: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     skips: set[tuple[str, int]] = set()
-    recorded: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
+    recorded: dict[tuple[str, int], set[GrantKey]] = defaultdict(set)
     for rec in ledger:
         key = (rec["job"], rec["slot"]) if "job" in rec else None
         if key is None:
@@ -180,7 +183,7 @@ def reconcile(
         elif rec["e"] == "end":
             ends[key].append(rec)
         elif rec["e"] == "recorded":
-            recorded[key].add((rec["instance"], rec["attempt"]))
+            recorded[key].add(grant_of(rec))
         elif rec["e"] == "skip" and rec.get("reason") == "overlap":
             skips.add(key)
     report = FleetReport()
@@ -200,9 +203,9 @@ def reconcile(
             report.slots += 1
             s, e = starts.get(key, []), ends.get(key, [])
             edges = _re_run_edges(s, e, recorded.get(key, set()), set(killed_at))
-            ended = {(r["instance"], r["attempt"]) for r in e}
+            ended = {grant_of(r) for r in e}
             runs = tuple(
-                (r["instance"], r["attempt"], _status((r["instance"], r["attempt"]), ended, edges))
+                (r["instance"], r["attempt"], _status(grant_of(r), ended, edges))
                 for r in sorted(s, key=lambda r: (r["attempt"], r["t"]))
             )
             grants = [grant_of(r) for r in s]
