@@ -24,6 +24,9 @@ coalesced
     A slot nobody ran because a later run covered it (``missed`` slots ending
     at that run's slot): a catch-up, or a run whose claim superseded a dead
     run (``Grant.supersedes``: the dead run's slot and those skipped for it).
+    A catch-up that coalesced missed slots and was itself skipped for overlap
+    (the job still running) skips them with it: its record's ``missed`` counts
+    them, and they count as skipped.
 abandoned
     Lease backends: a slot granted to an instance that could not run it to its
     end (killed, or its answer lost on a cut link) whose lease expired after
@@ -300,10 +303,15 @@ def judge(
         elif rec["e"] == "lost" and rec.get("reason") == "unknown":
             unknown.add(key)
     recorded: dict[tuple[str, int], list[Any]] = defaultdict(list)
+    skipped_with: set[tuple[str, int]] = set()  # older slots a skipped catch-up coalesced
     for job, runs in history.items():
         for run in runs:
             if not getattr(run, "manual", False):
                 recorded[(job, run.slot_ms)].append(run)
+                missed = int(getattr(run, "missed", 0) or 0)
+                if "skipped" in str(getattr(run, "status", "")) and missed > 1:
+                    older = [s for s in expected.get(job, []) if s < run.slot_ms][-(missed - 1) :]
+                    skipped_with.update((job, s) for s in older)
 
     final_stop = timeline.stopped_ms
     outcome: dict[tuple[str, int], str] = {}
@@ -362,7 +370,7 @@ def judge(
                 v.coalesced += 1
                 continue
             statuses = {str(getattr(r, "status", "")) for r in recorded.get(key, [])}
-            if not runs and any("skipped" in s for s in statuses):
+            if not runs and (any("skipped" in s for s in statuses) or key in skipped_with):
                 v.skipped_overlap += 1
                 outcome[key] = "skipped"
                 continue

@@ -171,3 +171,45 @@ def test_one_instance_running_one_attempt_under_two_fencing_tokens_in_turn_is_no
     assert v.duplicates == [] and v.broken == []
     overlapping = _judge(_taken_back_ledger(first_cancel=S + 3500), Timeline(), {SLOTS[0]: "succeeded"})
     assert len(overlapping.duplicates) == 1
+
+
+def test_slots_coalesced_into_a_catch_up_that_was_skipped_for_overlap_are_skipped_not_lost() -> None:
+    # SLOTS[1]'s claims got no answer (the store's lock held); the catch-up coalesced it into
+    # SLOTS[2], which was skipped for overlap with a run still going (a chaos run on SQLite).
+    ledger = [
+        *_ready("i1-s0"),
+        _run("start", "i1-s0", SLOTS[0], SLOTS[0]),
+        _run("end", "i1-s0", SLOTS[0] + 50, SLOTS[0]),
+        {
+            "e": "lost",
+            "instance": "i1-s0",
+            "t": SLOTS[1] + 10,
+            "job": "job-slow",
+            "slot": SLOTS[1],
+            "reason": "unknown",
+        },
+        _skip("i1-s0", SLOTS[2] + 10, SLOTS[2]),
+        _run("start", "i1-s0", SLOTS[3], SLOTS[3]),
+        _run("end", "i1-s0", SLOTS[3] + 50, SLOTS[3]),
+    ]
+
+    def judged(missed: int) -> Verdict:
+        timeline = Timeline()
+        timeline.stopped_ms = S + 30_000
+        skipped = SimpleNamespace(slot_ms=SLOTS[2], status="skipped", manual=False, missed=missed)
+        return judge(
+            backend="memory",
+            lease=True,
+            ledger=ledger,
+            expected={"job-slow": SLOTS},
+            history={"job-slow": [skipped]},
+            timeline=timeline,
+            options={"lease_ms": 8000, "jitter_ms": 0, "max_attempts": 3},
+            slow_job="job-slow",
+            persistent=True,
+            instances=1,
+            jobs=1,
+        )
+
+    assert judged(missed=2).broken == [] and judged(missed=2).skipped_overlap == 2
+    assert len(judged(missed=0).broken) == 1  # a skip that covered nothing leaves SLOTS[1] lost
