@@ -33,9 +33,18 @@ def _ran_later_slots() -> list[dict[str, Any]]:
     ]
 
 
-def _judge(ledger: list[dict[str, Any]], timeline: Timeline, statuses: dict[int, str]) -> Verdict:
+def _judge(
+    ledger: list[dict[str, Any]], timeline: Timeline, statuses: dict[int, str], missed: dict[int, int] | None = None
+) -> Verdict:
+    """Judge a ledger of job-slow's four slots; ``statuses`` (and ``missed``) are its history records."""
     timeline.stopped_ms = S + 30_000
-    history = {"job-slow": [SimpleNamespace(slot_ms=slot, status=st, manual=False) for slot, st in statuses.items()]}
+    missed = missed or {}
+    history = {
+        "job-slow": [
+            SimpleNamespace(slot_ms=slot, status=st, manual=False, missed=missed.get(slot, 0))
+            for slot, st in statuses.items()
+        ]
+    }
     return judge(
         backend="memory",
         lease=True,
@@ -194,22 +203,7 @@ def test_slots_coalesced_into_a_catch_up_that_was_skipped_for_overlap_are_skippe
     ]
 
     def judged(missed: int) -> Verdict:
-        timeline = Timeline()
-        timeline.stopped_ms = S + 30_000
-        skipped = SimpleNamespace(slot_ms=SLOTS[2], status="skipped", manual=False, missed=missed)
-        return judge(
-            backend="memory",
-            lease=True,
-            ledger=ledger,
-            expected={"job-slow": SLOTS},
-            history={"job-slow": [skipped]},
-            timeline=timeline,
-            options={"lease_ms": 8000, "jitter_ms": 0, "max_attempts": 3},
-            slow_job="job-slow",
-            persistent=True,
-            instances=1,
-            jobs=1,
-        )
+        return _judge(ledger, Timeline(), {SLOTS[2]: "skipped"}, {SLOTS[2]: missed})
 
     assert judged(missed=2).broken == [] and judged(missed=2).skipped_overlap == 2
     assert len(judged(missed=0).broken) == 1  # a skip that covered nothing leaves SLOTS[1] lost
