@@ -66,12 +66,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anarchon_conformance.fleet import grant_of
+from anarchon_conformance.ledger import GrantKey
 
 __all__ = ["Timeline", "Verdict", "judge"]
 
 SKEW_MARGIN_MS = 600
-#: One grant of a slot: instance, attempt, fencing token (``grant_of``).
-GrantKey = tuple[str, int, int | None]
 
 
 @dataclass
