@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -21,6 +22,7 @@ from ._collector import CollectionDeferred
 from ._health import BackendHealth
 from ._runlog import RunLog
 from ._tasks import Tasks
+from ._window import ClaimWindow
 from .backend import Capabilities, Claim, ClaimResult, Grant, Outcome
 from .clock import Clock
 from .job import Job
@@ -37,6 +39,9 @@ RETRY_MIN_S, RETRY_MAX_S = 0.2, 2.0
 #: answered (1.5-2 s on a loaded 2-core machine), and the runs' own start-up then came on top.
 #: In parts, the runs of the first part start while the backend decides the next two.
 PART, PARTS_AT_ONCE = 1000, 2
+#: Claims out to the backend at once, over all batches (see :mod:`anarchon._window`): a burst's
+#: two parts and two more seconds of 1,000 every-second jobs; a healthy backend stays far below.
+CLAIMS_OUT = 4 * PART
 #: Longest a claim batch holds the cyclic collector off while the backend answers (s).
 HOLD_S = 1.0
 
@@ -76,11 +81,13 @@ class ClaimBatcher:
         #: Claim batches not yet answered and started; ``_idle`` is set while there are none.
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
+        self._window = ClaimWindow(CLAIMS_OUT)
 
     def start(self) -> None:
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self._window = ClaimWindow(CLAIMS_OUT)
 
     def claims(
         self, due: list[tuple[Job, int]], *, manual: bool = False, catch_up: bool = False, missed: int = 0
@@ -130,6 +137,63 @@ class ClaimBatcher:
     async def _claim_and_run(
         self, claims: list[Claim], due_ms: Sequence[int | None], gate: asyncio.Semaphore | None = None
     ) -> None:
+        try:
+            if gate is None:
+                await self._through_window(claims, due_ms)
+            else:
+                async with gate:
+                    await self._through_window(claims, due_ms)
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._idle is not None:
+                self._idle.set()
+
+    async def _through_window(self, claims: list[Claim], due_ms: Sequence[int | None]) -> None:
+        """Wait for room among the claims out; one that waited past its ``max_late_ms`` is not sent."""
+        size = len(claims)
+        waited = await self._window.enter(size)
+        try:
+            if waited:
+                if self._stopping():
+                    log.debug("stopping: %d claim(s) that waited for the backend not sent", size)
+                    return
+                claims, due_ms = self._on_time(claims, due_ms)
+            if claims:
+                await self._decide_and_dispatch(claims, due_ms)
+        finally:
+            self._window.leave(size)
+
+    def _on_time(self, claims: list[Claim], due_ms: Sequence[int | None]) -> tuple[list[Claim], Sequence[int | None]]:
+        """Claims that waited for their turn, less those now later than ``max_late_ms``, read at today's clock.
+
+        A catch-up or manual claim has no such bound (its slot is past by design). The
+        rest carry the time of sending as ``now_ms`` (the run's ``started_at``, and for
+        some backends where its lease starts), not the time they were made.
+        """
+        now = self._clock.now_ms()
+        kept: list[Claim] = []
+        kept_due: list[int | None] = []
+        late: list[Claim] = []
+        for claim, due in zip(claims, due_ms, strict=True):
+            if not (claim.catch_up or claim.manual) and now > claim.slot_ms + claim.options.max_late_ms:
+                late.append(claim)
+            else:
+                kept.append(dataclasses.replace(claim, now_ms=now))
+                kept_due.append(due)
+        if late:
+            log.warning(
+                "%d slot(s) waited for the backend (%d claims out, %d batches waiting) past their max_late_ms; "
+                "skipped as late. The backend answers slower than slots come due: look at its load",
+                len(late),
+                self._window.out,
+                self._window.waiting,
+                extra={"claims": len(late)},
+            )
+            for claim in late:
+                self._observers.slot_skipped(claim.spec, claim.slot_ms, "late")
+        return kept, kept_due
+
+    async def _decide_and_dispatch(self, claims: list[Claim], due_ms: Sequence[int | None]) -> None:
         # Held while the backend answers too, at most HOLD_S: in a 10,000-slot burst the
         # calls' own packing and parsing set off full collections of a heap that holds every
         # job (about 100 ms each, a quarter of the burst's CPU). A slow or stalled store
@@ -137,11 +201,7 @@ class ClaimBatcher:
         held = CollectionDeferred().__enter__()
         release = asyncio.get_running_loop().call_later(HOLD_S, held.end)
         try:
-            if gate is None:
-                results, sent = await self.decide(claims)
-            else:
-                async with gate:
-                    results, sent = await self.decide(claims)
+            results, sent = await self.decide(claims)
             self._report(claims, results, sent)
             with CollectionDeferred():
                 for claim, result, due in zip(claims, results, due_ms, strict=True):
@@ -152,9 +212,6 @@ class ClaimBatcher:
         finally:
             release.cancel()
             held.end()
-            self._in_flight -= 1
-            if not self._in_flight and self._idle is not None:
-                self._idle.set()
 
     async def drain(self, timeout_s: float) -> None:
         """Wait, at most ``timeout_s``, until the claim batches in flight are answered and their runs started.

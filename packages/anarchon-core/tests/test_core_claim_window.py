@@ -1,0 +1,174 @@
+"""The bound on claims out to the backend at once (``anarchon._window``), and what it does to late slots.
+
+Before it, a backend that answered slower than slots came due had every
+batch sent at once and left waiting: the 10-minute NATS soak on nats-server
+2.9 held tens of 1,000-claim batches per instance and grew to 1.1 GB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from anarchon import Claim, ClaimResult, MemoryBackend, MemoryStore, Scheduler, _batcher, hookimpl
+from anarchon._window import ClaimWindow
+
+
+async def wait_until(predicate: Any, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+# --- the window alone ---------------------------------------------------------------------------
+
+
+async def test_batches_past_the_bound_wait_and_go_in_the_order_they_came() -> None:
+    window = ClaimWindow(10)
+    assert await window.enter(6) is False
+    order: list[str] = []
+
+    async def batch(name: str, n: int) -> None:
+        await window.enter(n)
+        order.append(name)
+
+    second = asyncio.ensure_future(batch("second", 6))  # 12 > 10: waits
+    third = asyncio.ensure_future(batch("third", 1))  # would fit, but must not overtake the second
+    await asyncio.sleep(0)
+    assert (order, window.out, window.waiting) == ([], 6, 2)
+    window.leave(6)
+    await asyncio.gather(second, third)
+    assert order == ["second", "third"]
+    assert window.out == 7
+
+
+async def test_a_batch_larger_than_the_bound_goes_alone() -> None:
+    window = ClaimWindow(10)
+    assert await window.enter(25) is False  # nothing out: it is never stuck
+    waiting = asyncio.ensure_future(window.enter(1))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    window.leave(25)
+    assert await waiting is True
+
+
+async def test_a_cancelled_waiter_gives_its_place_to_the_next() -> None:
+    window = ClaimWindow(10)
+    await window.enter(8)
+    big = asyncio.ensure_future(window.enter(5))
+    small = asyncio.ensure_future(window.enter(2))
+    await asyncio.sleep(0)
+    assert window.waiting == 2
+    big.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await big
+    assert await small is True  # 8 + 2 fits once the 5 ahead of it is gone
+    assert (window.out, window.waiting) == (10, 0)
+
+
+async def test_a_waiter_cancelled_as_its_turn_came_leaves_no_claims_counted() -> None:
+    window = ClaimWindow(10)
+    await window.enter(10)
+    waiter = asyncio.ensure_future(window.enter(4))
+    await asyncio.sleep(0)
+    window.leave(10)  # its turn is given ...
+    waiter.cancel()  # ... and it is cancelled before it ran again
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert (window.out, window.waiting) == (0, 0)
+
+
+# --- the scheduler behind it --------------------------------------------------------------------
+
+
+class Stalled(MemoryBackend):
+    """Decides claims only once ``release`` is set; counts the claims out at once."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        super().__init__(store)
+        self.release = asyncio.Event()
+        self.out = 0
+        self.most_out = 0
+        self.sent: list[tuple[str, int]] = []
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        self.sent.extend((c.job, c.slot_ms) for c in claims)
+        self.out += len(claims)
+        self.most_out = max(self.most_out, self.out)
+        try:
+            await self.release.wait()
+            return await super().claim(claims)
+        finally:
+            self.out -= len(claims)
+
+
+class Skips:
+    def __init__(self) -> None:
+        self.late: list[tuple[str, int]] = []
+
+    @hookimpl
+    def anarchon_slot_skipped(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
+        if reason == "late":
+            self.late.append((job.name, slot_ms))
+
+
+async def test_a_stalled_backend_gets_a_bounded_number_of_claims_and_late_slots_are_skipped_unsent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_batcher, "CLAIMS_OUT", 3)  # one second's batch of the three jobs
+    store = MemoryStore()
+    backend = Stalled(store)
+    skips = Skips()
+    ran: Counter[tuple[str, int]] = Counter()
+    s = Scheduler(backend, instance_id="window", plugins=[skips])
+    for name in ("a", "b", "c"):
+        s.add(name, "* * * * * *", lambda ctx: ran.update([(ctx.job.name, ctx.slot_ms)]), jitter_ms=0, max_late_ms=1500)
+    await s.start()
+    try:
+        await wait_until(lambda: s._batcher._window.waiting >= 4)  # four more seconds came due, unsent
+        assert backend.most_out == 3
+        first_sent = {slot for _, slot in backend.sent}
+        assert len(first_sent) == 1, f"only the first second's claims may be out, not {sorted(first_sent)}"
+        backend.release.set()
+        await wait_until(lambda: len(skips.late) >= 6 and len(ran) >= 6)
+    finally:
+        await s.stop()
+    assert backend.most_out <= 3, f"{backend.most_out} claims were out at once"
+    late = set(skips.late)
+    assert len(late) == len(skips.late), "a slot was reported late twice"
+    assert not late & set(backend.sent), "a slot reported late was still sent to the backend"
+    assert not late & set(ran), "a slot reported late was run"
+    assert all(store.history(job, 100) for job in ("a", "b", "c"))
+    for job, slot in late:
+        assert slot not in {r.slot_ms for r in store.history(job, 100)}, f"{job}@{slot} has a record"
+    assert max(ran.values()) == 1
+    # Every slot from the first to the last one run was run or skipped as late: none fell between.
+    for job in ("a", "b", "c"):
+        slots = sorted({slot for j, slot in ran if j == job} | {slot for j, slot in late if j == job})
+        assert slots == list(range(slots[0], slots[-1] + 1000, 1000)), f"{job}: a slot neither ran nor was skipped"
+
+
+async def test_batches_still_waiting_when_the_stop_begins_are_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_batcher, "CLAIMS_OUT", 1)
+    store = MemoryStore()
+    backend = Stalled(store)
+    s = Scheduler(backend, instance_id="window-stop")
+    s.add("job", "* * * * * *", lambda ctx: None, jitter_ms=0)
+    await s.start()
+    await wait_until(lambda: s._batcher._window.waiting >= 2)
+    (sent_before,) = backend.sent
+    stopping = asyncio.ensure_future(s.stop(grace_ms=5000))
+    while not s._stopping:
+        await asyncio.sleep(0)
+    backend.release.set()
+    await asyncio.wait_for(stopping, 10)
+    assert backend.sent == [sent_before], "a batch that had not yet gone out was sent during the stop"
+    (record,) = store.history("job", 10)
+    assert record.slot_ms == sent_before[1]
