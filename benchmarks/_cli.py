@@ -40,8 +40,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="fewer calls and shorter windows: a smoke run of ~4 minutes")
     p.add_argument(
         "--backends",
-        default=",".join(backends.NAMES),
-        help=f"comma-separated subset of {','.join(backends.NAMES)} (default: all whose server answers)",
+        default=",".join(backends.DEFAULT),
+        help=f"comma-separated subset of {','.join(backends.NAMES)} (default: all but nats_pypi whose server answers)",
     )
     p.add_argument("--only", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
     p.add_argument("--out", type=Path, default=HERE / "results", help="folder for the markdown report and the chart")
@@ -152,12 +152,25 @@ def _measure_long(target: Target, args: argparse.Namespace) -> LongResult:
         result.skipped = _LONG_SKIP[target.name]
         return result
     try:
+        asyncio.run(target.setup())
+    except Exception as exc:
+        result.skipped = f"setup failed: {type(exc).__name__}: {exc}"
+        return result
+    try:
+        _long_phases(target, args, result)
+    finally:
+        asyncio.run(target.teardown())
+    return result
+
+
+def _long_phases(target: Target, args: argparse.Namespace, result: LongResult) -> None:
+    try:
         why = asyncio.run(target.unreachable())
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
     if why is not None:
         result.skipped = f"server unreachable: {why}"
-        return result
+        return
     result.versions = asyncio.run(target.versions())
     used: list[str] = []
     if "soak" in args.long_modes:
@@ -178,7 +191,6 @@ def _measure_long(target: Target, args: argparse.Namespace) -> LongResult:
             asyncio.run(target.cleanup(ns))
         except Exception as exc:
             result.errors[f"cleanup {ns}"] = f"{type(exc).__name__}: {exc}"
-    return result
 
 
 def _main_long(args: argparse.Namespace, info: dict[str, str], shown: str) -> None:

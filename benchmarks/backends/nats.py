@@ -33,7 +33,7 @@ class _Raw(RawClient):
         backend = self.target.spec(self.ns).build()
         await backend.start()  # creates the stream as the backend configures it
         await backend.close()
-        self.nc = await nats.connect(URL)
+        self.nc = await nats.connect(self.target.url)
         self.js = self.nc.jetstream()
         self.subject = f"{self.ns}.raw.claims"
 
@@ -48,9 +48,12 @@ class _Raw(RawClient):
 class NatsTarget(Target):
     name = "nats"
 
+    def __init__(self, url: str = URL) -> None:
+        self.url = url
+
     async def unreachable(self) -> str | None:
         try:
-            nc = await asyncio.wait_for(nats.connect(URL, connect_timeout=3, max_reconnect_attempts=0), 5)
+            nc = await asyncio.wait_for(nats.connect(self.url, connect_timeout=3, max_reconnect_attempts=0), 5)
         except (OSError, asyncio.TimeoutError, NatsError) as exc:
             return f"{type(exc).__name__}: {exc}"
         await nc.close()
@@ -59,10 +62,10 @@ class NatsTarget(Target):
     server_note = "the whole shared nats-server process (other clients included)"
 
     async def server_pids(self, ns: str) -> list[int]:
-        return pids_named("nats-server", f"-p {urlsplit(URL).port or 4222}")
+        return pids_named("nats-server", f"-p {urlsplit(self.url).port or 4222}")
 
     async def footprint(self, ns: str) -> dict[str, float]:
-        nc = await nats.connect(URL)
+        nc = await nats.connect(self.url)
         try:
             info = await nc.jetstream().stream_info(_stream(ns))
         finally:
@@ -70,7 +73,8 @@ class NatsTarget(Target):
         return {"messages": float(info.state.messages), "MB": info.state.bytes / 1e6}
 
     def spec(self, ns: str) -> BackendSpec:
-        return BackendSpec("anarchon_nats:NatsBackend", {"servers": URL, "stream": _stream(ns), "prefix": f"{ns}."})
+        kwargs = {"servers": self.url, "stream": _stream(ns), "prefix": f"{ns}."}
+        return BackendSpec("anarchon_nats:NatsBackend", kwargs)
 
     def soak_spec(self, ns: str, history_size: int) -> BackendSpec:
         spec = self.spec(ns)
@@ -82,7 +86,7 @@ class NatsTarget(Target):
         return _Raw(self, ns)
 
     async def cleanup(self, ns: str) -> None:
-        nc = await nats.connect(URL)
+        nc = await nats.connect(self.url)
         try:
             await nc.jetstream().delete_stream(_stream(ns))
         except NatsError:
@@ -91,7 +95,7 @@ class NatsTarget(Target):
             await nc.close()
 
     async def versions(self) -> dict[str, str]:
-        nc = await nats.connect(URL)
+        nc = await nats.connect(self.url)
         try:
             server = nc.connected_server_version
         finally:

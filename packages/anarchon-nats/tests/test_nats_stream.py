@@ -189,3 +189,25 @@ async def test_instances_racing_to_create_a_new_stream_all_start(nats_url, clien
             await asyncio.gather(*(b.close() for b in backends), return_exceptions=True)
             with contextlib.suppress(nats.js.errors.NotFoundError):
                 await js.delete_stream(f"R_{tag}")
+
+
+@pytest.mark.parametrize(
+    ("version", "warns"),
+    [("2.9.10", True), ("2.2.0", True), ("2.10.0", False), ("2.15.1", False), ("3.0.0", False), ("0.0.0", False)],
+)
+def test_a_server_older_than_2_10_is_named_with_the_fix(version: str, warns: bool) -> None:
+    from anarchon_nats._version import old_server_warning
+
+    warning = old_server_warning(version)
+    assert (warning is not None) is warns
+    if warning:
+        assert f"nats-server {version}" in warning and "2.10 or later" in warning and "#4043" in warning
+
+
+async def test_start_warns_once_when_the_shared_server_is_older_than_2_10(backends, client, caplog) -> None:
+    server = client.connected_server_version
+    old = (server.major, server.minor) < (2, 10)
+    with caplog.at_level("WARNING", logger="anarchon.nats"):
+        await backends()
+    said = [r.getMessage() for r in caplog.records if "removes a job's oldest history message" in r.getMessage()]
+    assert len(said) == (1 if old else 0), said

@@ -45,6 +45,7 @@ from ._replicas import single_copy_warning
 from ._requests import Requests, stored_data
 from ._stream import StreamNeeds, ensure_stream
 from ._url import check_server, connect_credentials, read_nats_url
+from ._version import old_server_warning
 
 if TYPE_CHECKING:
     from anarchon.job import Job
@@ -185,6 +186,9 @@ class NatsBackend(Backend):
         else:
             if warning:
                 log.warning("NATS at %s: %s", self._where(), warning)
+        server = nc.connected_server_version
+        if old := old_server_warning(f"{server.major}.{server.minor}.{server.patch}"):
+            log.warning("NATS at %s: %s", self._where(), old)
 
     def _no_jetstream(self, exc: BaseException) -> BackendUnavailableError:
         return BackendUnavailableError(
