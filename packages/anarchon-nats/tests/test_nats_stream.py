@@ -193,7 +193,15 @@ async def test_instances_racing_to_create_a_new_stream_all_start(nats_url, clien
 
 @pytest.mark.parametrize(
     ("version", "warns"),
-    [("2.9.10", True), ("2.2.0", True), ("2.10.0", False), ("2.15.1", False), ("3.0.0", False), ("0.0.0", False)],
+    [
+        ("2.9.10", True),
+        ("2.2.0", True),
+        ("2.10.0", False),
+        ("2.15.1", False),
+        ("3.0.0", False),
+        ("0.0.0", False),
+        ("", False),
+    ],
 )
 def test_a_server_older_than_2_10_is_named_with_the_fix(version: str, warns: bool) -> None:
     from anarchon_nats._version import old_server_warning

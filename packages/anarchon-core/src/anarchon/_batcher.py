@@ -3,7 +3,9 @@
 :meth:`ClaimBatcher.submit` counts a batch as in flight at once (a take-over
 pass waits for quiet between batches), decides it — retrying with the same
 tokens only where that is the only way not to lose the slot — and dispatches
-each answer: a win is run, a skip or a loss is reported to observers.
+each answer: a win is run, a skip or a loss is reported to observers. A batch
+goes out only when :class:`~anarchon._window.ClaimWindow` has room for it; one
+that waited there past its slots' ``max_late_ms`` is skipped as late, unsent.
 """
 
 from __future__ import annotations

@@ -186,8 +186,12 @@ class NatsBackend(Backend):
         else:
             if warning:
                 log.warning("NATS at %s: %s", self._where(), warning)
-        server = nc.connected_server_version
-        if old := old_server_warning(f"{server.major}.{server.minor}.{server.patch}"):
+        try:
+            server = nc.connected_server_version
+            version = f"{server.major}.{server.minor}.{server.patch}"
+        except ValueError:  # a version string nats-py cannot parse: only a warning is at stake
+            version = ""
+        if old := old_server_warning(version):
             log.warning("NATS at %s: %s", self._where(), old)
 
     def _no_jetstream(self, exc: BaseException) -> BackendUnavailableError:
