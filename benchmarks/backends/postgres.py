@@ -14,11 +14,11 @@ DSN = os.environ.get("ANARCHON_POSTGRES_DSN", "postgresql://127.0.0.1:5432/postg
 class _Raw(RawClient):
     description = "`INSERT … ON CONFLICT DO NOTHING RETURNING` (asyncpg, one held connection, synchronous_commit on)"
 
-    def __init__(self, ns: str) -> None:
-        self.schema = f"{ns}_raw"
+    def __init__(self, dsn: str, ns: str) -> None:
+        self.dsn, self.schema = dsn, f"{ns}_raw"
 
     async def open(self) -> None:
-        self.conn = await asyncpg.connect(DSN)
+        self.conn = await asyncpg.connect(self.dsn)
         await self.conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
         await self.conn.execute(f'CREATE TABLE IF NOT EXISTS "{self.schema}".gate (key text PRIMARY KEY)')
         self.sql = f'INSERT INTO "{self.schema}".gate VALUES ($1) ON CONFLICT DO NOTHING RETURNING key'
@@ -33,9 +33,12 @@ class _Raw(RawClient):
 class PostgresTarget(Target):
     name = "postgres"
 
+    def __init__(self, dsn: str = DSN) -> None:
+        self.dsn = dsn
+
     async def unreachable(self) -> str | None:
         try:
-            conn = await asyncpg.connect(DSN, timeout=3)
+            conn = await asyncpg.connect(self.dsn, timeout=3)
         except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             return f"{type(exc).__name__}: {exc}"
         await conn.close()
@@ -45,11 +48,11 @@ class PostgresTarget(Target):
 
     def spec(self, ns: str) -> BackendSpec:
         # The namespace as application_name: the soak finds the server processes serving it.
-        dsn = f"{DSN}{'&' if '?' in DSN else '?'}application_name={ns}"
+        dsn = f"{self.dsn}{'&' if '?' in self.dsn else '?'}application_name={ns}"
         return BackendSpec("anarchon_postgres:PostgresBackend", {"dsn": dsn, "schema": ns})
 
     async def server_pids(self, ns: str) -> list[int]:
-        conn = await asyncpg.connect(DSN)
+        conn = await asyncpg.connect(self.dsn)
         try:
             rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = $1", ns)
         finally:
@@ -57,7 +60,7 @@ class PostgresTarget(Target):
         return [r["pid"] for r in rows]
 
     async def footprint(self, ns: str) -> dict[str, float]:
-        conn = await asyncpg.connect(DSN)
+        conn = await asyncpg.connect(self.dsn)
         try:
             q = f'"{ns}"'
             rows = await conn.fetchval(f"SELECT (SELECT count(*) FROM {q}.runs) + (SELECT count(*) FROM {q}.jobs)")
@@ -74,10 +77,10 @@ class PostgresTarget(Target):
         return {"rows": float(rows), "dead rows": float(dead), "MB": float(size or 0) / 1e6}
 
     def raw(self, ns: str) -> RawClient:
-        return _Raw(ns)
+        return _Raw(self.dsn, ns)
 
     async def cleanup(self, ns: str) -> None:
-        conn = await asyncpg.connect(DSN)
+        conn = await asyncpg.connect(self.dsn)
         try:
             for schema in (ns, f"{ns}_raw"):
                 await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
@@ -85,7 +88,7 @@ class PostgresTarget(Target):
             await conn.close()
 
     async def versions(self) -> dict[str, str]:
-        conn = await asyncpg.connect(DSN)
+        conn = await asyncpg.connect(self.dsn)
         try:
             server = await conn.fetchval("SHOW server_version")
             # Dead rows of finished and trimmed runs are reclaimed only by VACUUM: say whether it runs.
