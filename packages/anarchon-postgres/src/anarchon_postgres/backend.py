@@ -187,6 +187,8 @@ class PostgresBackend(ControlMixin, LeaseBackend):
         dsn = found.url
         self._dsn = dsn
         self._timeout = timeout_ms / 1000
+        #: The job list a take-over poll last got, and its longest lease (see ``_longest_lease_ms``).
+        self._longest_lease: tuple[Sequence[Job], int] | None = None
         self._own_pool = pool is None
         self._pool: asyncpg.Pool | None = pool
         self._sql = Statements.for_schema(quote_schema(schema))
@@ -553,6 +555,18 @@ class PostgresBackend(ControlMixin, LeaseBackend):
         renewed = await self._call("renew", op)
         return [(g.job, g.slot_ms, g.manual, g.token) in renewed for g in grants]
 
+    def _longest_lease_ms(self, jobs: Sequence[Job]) -> int:
+        """The longest ``lease_ms`` of ``jobs``, kept while the poll passes the same job list again.
+
+        The scheduler passes one tuple until a job is added or removed; reading
+        every job's lease each second was 1.0 of the 1.3 s of CPU an idle
+        scheduler of 100,000 jobs spent in 30 s (cProfile), 3 % of a core.
+        """
+        cached = self._longest_lease
+        if cached is None or cached[0] is not jobs:
+            cached = self._longest_lease = (jobs, max(j.options.lease_ms for j in jobs))
+        return cached[1]
+
     async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
         """Grant again, or abandon, the expired runs of these jobs (lease expired, or the owner's heartbeat).
 
@@ -563,7 +577,7 @@ class PostgresBackend(ControlMixin, LeaseBackend):
         if not jobs:
             return []
         # Owners dead for longer than this have stopped renewing for longer, so their runs' leases expired too.
-        dead_within = max(j.options.lease_ms for j in jobs) + 2 * round(self._timeout * 1000)
+        dead_within = self._longest_lease_ms(jobs) + 2 * round(self._timeout * 1000)
 
         async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
             polled = await conn.fetch(self._sql.expired_jobs, dead_within, timeout=self._timeout)
