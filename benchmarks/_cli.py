@@ -91,13 +91,20 @@ def _phase(result: BackendResult | LongResult, what: str) -> Iterator[None]:
         print(f" done in {time.monotonic() - began:.0f} s", flush=True)
 
 
-def _measure(target: Target, args: argparse.Namespace) -> BackendResult:
-    result = BackendResult(target.name)
-    quick = args.quick
+def _set_up(target: Target) -> str | None:
+    """Run the target's ``setup()`` (a private server, for one); why it failed, or ``None``."""
     try:
         asyncio.run(target.setup())
     except Exception as exc:
-        result.skipped = f"setup failed: {type(exc).__name__}: {exc}"
+        return f"setup failed: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _measure(target: Target, args: argparse.Namespace) -> BackendResult:
+    result = BackendResult(target.name)
+    quick = args.quick
+    if (why := _set_up(target)) is not None:
+        result.skipped = why
         return result
     try:
         why = asyncio.run(target.unreachable())
@@ -152,10 +159,8 @@ def _measure_long(target: Target, args: argparse.Namespace) -> LongResult:
     if target.name in _LONG_SKIP:
         result.skipped = _LONG_SKIP[target.name]
         return result
-    try:
-        asyncio.run(target.setup())
-    except Exception as exc:
-        result.skipped = f"setup failed: {type(exc).__name__}: {exc}"
+    if (why := _set_up(target)) is not None:
+        result.skipped = why
         return result
     try:
         _long_phases(target, args, result)
