@@ -180,11 +180,13 @@ class NatsBroker(Broker):
     backend_class = "anarchon_nats:NatsBackend"
     binaries = ("nats-server",)
     persistence_note = "JetStream file store (no fsync per message; a process kill keeps the page cache)"
+    #: The server binary (a subclass may name another release's).
+    server = "nats-server"
 
     def start(self) -> None:
         self.port = self.port or free_port()
         self.proc = self._popen(
-            ["nats-server", "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.workdir / "store")],
+            [self.server, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.workdir / "store")],
             "nats.log",
         )
         _wait(lambda: _port_open(self.port), 15, "nats-server", self.proc)

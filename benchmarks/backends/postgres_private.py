@@ -12,12 +12,7 @@ default) for the run and stops it after.
 
 from __future__ import annotations
 
-import asyncio
-import shutil
-import tempfile
-from pathlib import Path
-from typing import Any
-
+from ._private import PrivateServer
 from .postgres import PostgresTarget
 
 
@@ -27,26 +22,17 @@ class PrivatePostgresTarget(PostgresTarget):
 
     def __init__(self) -> None:
         super().__init__("")
-        self._server: Any = None
-        self._workdir: Path | None = None
+        self._private = PrivateServer("anarchon-bench-postgres-")
 
     async def setup(self) -> None:
         from chaos.brokers import PostgresBroker
 
-        self._workdir = Path(tempfile.mkdtemp(prefix="anarchon-bench-postgres-"))
-        self._workdir.chmod(0o755)  # the server runs as the postgres user when we are root
-        self._server = PostgresBroker(self._workdir)
-        await asyncio.to_thread(self._server.start)
-        self.dsn = f"postgresql://postgres@127.0.0.1:{self._server.port}/postgres"
+        server = await self._private.start(PostgresBroker)
+        self.dsn = f"postgresql://postgres@127.0.0.1:{server.port}/postgres"
         self.notes = ["postgres_private: a private PostgreSQL with initdb's defaults (autovacuum on)"]
 
     async def teardown(self) -> None:
-        if self._server is not None:
-            await asyncio.to_thread(self._server.stop)
-            self._server = None
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
+        await self._private.stop()
 
 
 TARGET = PrivatePostgresTarget()

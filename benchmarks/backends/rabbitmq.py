@@ -17,7 +17,6 @@ import asyncio
 import os
 import resource
 import shutil
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from aiormq.exceptions import DeliveryError, PublishError
 from pamqp import commands as spec
 
 from .._target import BackendSpec, RawClient, Target
+from ._private import PrivateServer
 
 URL_ENV = "ANARCHON_BENCH_RABBITMQ_URL"
 #: Gates of the raw primitive expire like the backend's default slot_ttl_ms.
@@ -103,18 +103,14 @@ class RabbitMQTarget(Target):
 
     def __init__(self) -> None:
         self.url = os.environ.get(URL_ENV, "")
-        self._node: Any = None
-        self._workdir: Path | None = None
+        self._private = PrivateServer("anarchon-bench-rabbitmq-")
 
     async def setup(self) -> None:
         if self.url:
             self.notes = [f"rabbitmq: the broker named by {URL_ENV}"]
             return
-        self._workdir = Path(tempfile.mkdtemp(prefix="anarchon-bench-rabbitmq-"))
-        self._workdir.chmod(0o755)  # the node runs as the rabbitmq user
-        self._node = _private_node(self._workdir)
-        await asyncio.to_thread(self._node.start)
-        self.url = f"amqp://guest:guest@127.0.0.1:{self._node.port}/"
+        node = await self._private.start(_private_node)
+        self.url = f"amqp://guest:guest@127.0.0.1:{node.port}/"
         self.notes = [
             "rabbitmq: a private node started for the run (not the shared broker: 1,000 and 10,000 jobs mean as "
             "many history streams), open-file limit raised to the hard limit; default `slot_ttl_ms` (300 s)"
@@ -122,17 +118,12 @@ class RabbitMQTarget(Target):
 
     async def fresh(self) -> None:
         """A new private node: 10,000 streams (two files each) use most of the open-file limit by themselves."""
-        if self._node is not None:
+        if self._private.broker is not None:
             await self.teardown()
             await self.setup()
 
     async def teardown(self) -> None:
-        if self._node is not None:
-            await asyncio.to_thread(self._node.stop)
-            self._node = None
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
+        if await self._private.stop():
             self.url = ""
 
     async def unreachable(self) -> str | None:
