@@ -48,7 +48,7 @@ async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(pg_dsn, sche
     script = migration_script(schema, 3)
     assert f'CREATE TABLE "{schema}".instances' in script and f'CREATE TABLE "{schema}".runs' not in script
     backend = await make_backend()
-    assert backend.schema_version == SCHEMA_VERSION == 5  # 4: instances; 5: pauses and requests
+    assert backend.schema_version == SCHEMA_VERSION == 6  # 4: instances; 5: pauses and requests; 6: finish_many
     heart = _heart(backend)
     await heart.open()
     try:

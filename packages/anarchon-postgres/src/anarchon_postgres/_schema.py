@@ -111,6 +111,7 @@ _MIGRATIONS = (
     _migration("migration_3.sql"),  # claim_batch: set-based batches, losers lock nothing; jobs fillfactor
     _migration("migration_4.sql"),  # instances (heartbeats); a dead owner's runs count as expired
     _migration("migration_5.sql"),  # pauses, run requests, claim_paused (steering the fleet)
+    _migration("migration_6.sql"),  # finish_many, renew_many: row by row, a plan no ANALYZE can turn
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

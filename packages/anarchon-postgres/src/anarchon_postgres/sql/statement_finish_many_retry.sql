@@ -1,5 +1,4 @@
 -- The retry of finish_many.sql: a record this batch already wrote counts as finished.
--- @include statement_part_finish_many.sql
-    AND (r.status = 'running' OR (r.status = f.status AND r.attempt = f.attempt
-         AND r.finished_at IS NOT DISTINCT FROM f.finished_at))
-RETURNING r.job, r.slot_ms, r.manual, r.token
+SELECT o_job, o_slot, o_manual, o_token FROM @schema@.finish_many(true,
+    $1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::bigint[],
+    $9::boolean[], $10::integer[], $11::timestamptz[], $12::timestamptz[], $13::bigint[], $14::text[])
