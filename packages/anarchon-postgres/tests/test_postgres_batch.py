@@ -135,3 +135,33 @@ async def test_a_long_batch_is_claimed_in_parts_whose_answers_line_up(make_backe
             assert len(won) == 1, (job.name, slot)
             assert won[0].grant.job == job.name and won[0].grant.fencing == n + 1
             assert won[0].grant.previous_mark == (slot - 1000 if n else None)
+
+
+async def test_a_finish_batch_sent_again_after_a_lost_answer_counts_what_it_wrote(make_backend, make_job, make_claim):
+    """finish_many(p_retry): the same batch again finds its own records; another record is still refused."""
+    from anarchon_postgres.backend import _finish_args
+
+    backend = await make_backend()
+    jobs = [make_job(f"r{i}", overlap="allow") for i in range(3)]
+    grants = [r.grant for r in await backend.claim([make_claim(j, SLOT) for j in jobs])]
+    items = [_finish_args(g, _finished(g)) for g in grants[:2]]
+    args = tuple(zip(*items, strict=True))
+    async with backend._pool.acquire() as conn:
+        assert len(await conn.fetch(backend._sql.finish_many, *args)) == 2
+        # Sent again as it is (the answer was lost): not as a first try, but as the retry it is.
+        assert await conn.fetch(backend._sql.finish_many, *args) == []
+        assert {tuple(r) for r in await conn.fetch(backend._sql.finish_many_retry, *args)} == {i[:4] for i in items}
+        # A retry carrying a different record (another status) is not that batch's: refused.
+        other = tuple(zip(*[_finish_args(g, _finished(g, RunStatus.FAILED)) for g in grants[:2]], strict=True))
+        assert await conn.fetch(backend._sql.finish_many_retry, *other) == []
+    assert (await backend.last_run("r0")).status is RunStatus.SUCCEEDED
+    assert (await backend.last_run("r2")).status is RunStatus.RUNNING
+
+
+async def test_leases_renewed_together_come_back_only_where_still_ours(make_backend, make_job, make_claim):
+    backend = await make_backend()
+    jobs = [make_job(f"n{i}", overlap="allow") for i in range(3)]
+    grants = [r.grant for r in await backend.claim([make_claim(j, SLOT) for j in jobs])]
+    stale = grants[1].__class__(**{**grants[1].__dict__, "token": "not-the-owner"})
+    assert await backend.finish(grants[2], _finished(grants[2]))
+    assert await backend.renew([grants[0], stale, grants[2]]) == [True, False, False]
