@@ -36,12 +36,9 @@ BEGIN
                 error = p_error[i], expires_ms = @now_ms@
             WHERE r.job = p_job[i] AND r.slot_ms = p_slot[i] AND r.manual = p_manual[i] AND r.token = p_token[i]
               AND (r.status = 'running' OR (p_retry AND r.status = p_status[i] AND r.attempt = p_attempt[i]
-                   AND r.finished_at IS NOT DISTINCT FROM p_finished[i]));
+                   AND r.finished_at IS NOT DISTINCT FROM p_finished[i]))
+            RETURNING r.job, r.slot_ms, r.manual, r.token INTO o_job, o_slot, o_manual, o_token;
         IF FOUND THEN
-            o_job := p_job[i];
-            o_slot := p_slot[i];
-            o_manual := p_manual[i];
-            o_token := p_token[i];
             RETURN NEXT;
         END IF;
     END LOOP;
@@ -57,12 +54,9 @@ BEGIN
     FOR i IN 1 .. coalesce(array_length(p_job, 1), 0) LOOP
         UPDATE @schema@.runs r SET expires_ms = @now_ms@ + r.lease_ms
             WHERE r.job = p_job[i] AND r.slot_ms = p_slot[i] AND r.manual = p_manual[i] AND r.token = p_token[i]
-              AND r.status = 'running' AND NOT r.handed_over;
+              AND r.status = 'running' AND NOT r.handed_over
+            RETURNING r.job, r.slot_ms, r.manual, r.token INTO o_job, o_slot, o_manual, o_token;
         IF FOUND THEN
-            o_job := p_job[i];
-            o_slot := p_slot[i];
-            o_manual := p_manual[i];
-            o_token := p_token[i];
             RETURN NEXT;
         END IF;
     END LOOP;
