@@ -158,3 +158,85 @@ async def test_a_batch_of_claims_judges_each_older_runs_owner(
     finally:
         await a_heart.close()
         await b_heart.close()
+
+
+@pytest.mark.parametrize("overlap", ["allow", "skip"])
+@pytest.mark.parametrize("owner_alive", [False, True])
+async def test_a_lone_claim_judges_the_older_runs_owner(
+    make_backend, make_job, make_claim, wait_until, owner_alive, overlap
+):
+    """One claim goes through claim(): its fast path (overlap allow) or its general path (skip).
+
+    Each path writes the owner rule into its own statement, so each gets
+    its own case: a dead owner's running run is abandoned and superseded, a
+    live one's is left running (and, with ``skip``, makes the claim skipped).
+    """
+    a_backend, b_backend = await make_backend(), await make_backend()
+    job = make_job(f"lone-{overlap}", overlap=overlap)
+    a_heart, b_heart = _heart(a_backend), _heart(b_backend)
+    await a_heart.open()
+    await b_heart.open()
+    try:
+        await a_heart.beat("a", TTL_MS)
+        (first,) = await a_backend.claim([make_claim(job, 1000, "a")])
+        assert first.won
+        if owner_alive:
+            await a_heart.beat("a", 60_000)
+        else:
+            await a_heart.close()
+
+            async def a_dead() -> bool:
+                return "a" in (await b_heart.beat("b", TTL_MS)).dead
+
+            await wait_until(a_dead)
+        (second,) = await b_backend.claim([make_claim(job, 2000, "b")])
+        (old,) = [run for run in await b_backend.history(job.name) if run.slot_ms == 1000]
+        if owner_alive:
+            assert second.outcome.name == ("WON" if overlap == "allow" else "SKIPPED")
+            assert old.status.value == "running", "a live owner's run was abandoned"
+        else:
+            assert second.won, "a dead owner's run made the next slot skip"
+            assert second.grant is not None and second.grant.supersedes == 1000
+            assert old.status.value == "abandoned"
+    finally:
+        await a_heart.close()
+        await b_heart.close()
+
+
+@pytest.mark.parametrize("owner_alive", [False, True])
+async def test_a_late_claim_is_skipped_only_behind_a_live_owners_run(
+    make_backend, make_job, make_claim, wait_until, owner_alive
+):
+    """A slot claimed after a newer one was decided is recorded skipped only if a live run overlapped it.
+
+    Slot 1000 runs on ``a``; 3000 is skipped behind it (``a`` alive then);
+    then 2000 arrives late. With ``a`` still alive, 2000 was overlapped all
+    along and is recorded skipped; once ``a`` is dead its run no longer
+    counts, and the late slot is lost with no record.
+    """
+    a_backend, b_backend = await make_backend(), await make_backend()
+    job = make_job("late", overlap="skip")
+    a_heart, b_heart = _heart(a_backend), _heart(b_backend)
+    await a_heart.open()
+    await b_heart.open()
+    try:
+        await a_heart.beat("a", 60_000)
+        assert (await a_backend.claim([make_claim(job, 1000, "a")]))[0].won
+        assert (await b_backend.claim([make_claim(job, 3000, "b")]))[0].outcome.name == "SKIPPED"
+        if not owner_alive:
+            await a_heart.beat("a", TTL_MS)  # its record lapses in TTL_MS: the owner is dead
+            await a_heart.close()
+
+            async def a_dead() -> bool:
+                return "a" in (await b_heart.beat("b", TTL_MS)).dead
+
+            await wait_until(a_dead)
+        (late,) = await b_backend.claim([make_claim(job, 2000, "b")])
+        slots = {run.slot_ms: run.status.value for run in await b_backend.history(job.name)}
+        if owner_alive:
+            assert late.outcome.name == "SKIPPED" and slots.get(2000) == "skipped"
+        else:
+            assert late.outcome.name == "LOST" and 2000 not in slots
+    finally:
+        await a_heart.close()
+        await b_heart.close()
