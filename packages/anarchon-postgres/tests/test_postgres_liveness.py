@@ -37,6 +37,15 @@ async def _schema_at(pg_dsn: str, schema: str, version: int) -> None:
         await conn.close()
 
 
+async def _seen_dead(b_heart: PostgresHeart, wait_until) -> None:
+    """Wait until ``b``'s beats report ``a`` dead (its record lapsed)."""
+
+    async def a_dead() -> bool:
+        return "a" in (await b_heart.beat("b", TTL_MS)).dead
+
+    await wait_until(a_dead)
+
+
 def _heart(backend: PostgresBackend) -> PostgresHeart:
     heart = backend.heart()
     assert isinstance(heart, PostgresHeart)
@@ -142,10 +151,7 @@ async def test_a_batch_of_claims_judges_each_older_runs_owner(
         else:
             await a_heart.close()
 
-            async def a_dead() -> bool:
-                return "a" in (await b_heart.beat("b", TTL_MS)).dead
-
-            await wait_until(a_dead)
+            await _seen_dead(b_heart, wait_until)
         second = await b_backend.claim([make_claim(j, 2000, "b") for j in jobs])
         if owner_alive:
             assert [r.outcome.name for r in second] == ["SKIPPED"] * 3, "a live owner's runs did not make overlap"
@@ -185,10 +191,7 @@ async def test_a_lone_claim_judges_the_older_runs_owner(
         else:
             await a_heart.close()
 
-            async def a_dead() -> bool:
-                return "a" in (await b_heart.beat("b", TTL_MS)).dead
-
-            await wait_until(a_dead)
+            await _seen_dead(b_heart, wait_until)
         (second,) = await b_backend.claim([make_claim(job, 2000, "b")])
         (old,) = [run for run in await b_backend.history(job.name) if run.slot_ms == 1000]
         if owner_alive:
@@ -227,10 +230,7 @@ async def test_a_late_claim_is_skipped_only_behind_a_live_owners_run(
             await a_heart.beat("a", TTL_MS)  # its record lapses in TTL_MS: the owner is dead
             await a_heart.close()
 
-            async def a_dead() -> bool:
-                return "a" in (await b_heart.beat("b", TTL_MS)).dead
-
-            await wait_until(a_dead)
+            await _seen_dead(b_heart, wait_until)
         (late,) = await b_backend.claim([make_claim(job, 2000, "b")])
         slots = {run.slot_ms: run.status.value for run in await b_backend.history(job.name)}
         if owner_alive:
