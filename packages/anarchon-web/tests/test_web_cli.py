@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -114,3 +115,21 @@ def test_the_core_command_delegates_web_to_this_package(capsys: pytest.CaptureFi
         anarchon_main(["web", "--help"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.startswith("usage: anarchon web")
+
+
+def test_the_core_help_lists_web_through_the_plugin_hook() -> None:
+    done = subprocess.run([sys.executable, "-m", "anarchon", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    listed = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("    ") and line.split()]
+    assert "web" in listed and "jobs" in listed
+    assert "not installed" not in done.stdout
+
+
+def test_without_the_plugin_the_core_names_the_distribution_to_install() -> None:
+    # ANARCHON_DISABLE_PLUGINS blocks the entry point as if anarchon-web were not installed.
+    env = {**os.environ, "ANARCHON_DISABLE_PLUGINS": "web"}
+    helped = subprocess.run([sys.executable, "-m", "anarchon", "--help"], capture_output=True, text=True, env=env)
+    assert "anarchon web: not installed (pip install anarchon-web)" in " ".join(helped.stdout.split())
+    ran = subprocess.run([sys.executable, "-m", "anarchon", "web"], capture_output=True, text=True, env=env)
+    assert ran.returncode == 2
+    assert "'anarchon web' is not installed: pip install anarchon-web" in ran.stderr

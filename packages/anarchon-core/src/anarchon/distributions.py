@@ -1,8 +1,9 @@
 """The one table of what the core says about distributions it does not import.
 
-The core imports no backend. It still has to name them in three places: the
+The core imports no backend. It still has to name them in four places: the
 install hint when a URL's scheme or a lazily imported class has no installed
-backend, the default backend, and the lease backends an error can suggest.
+backend, the default backend, the lease backends an error can suggest, and the
+``anarchon`` subcommands another distribution adds.
 Those names live here, as data, and nowhere else in the core; installed
 plugins are asked first wherever they can answer.
 """
@@ -10,6 +11,7 @@ plugins are asked first wherever they can answer.
 from __future__ import annotations
 
 __all__ = [
+    "COMMAND_DISTRIBUTIONS",
     "DEFAULT_BACKEND",
     "DEFAULT_BACKEND_DISTRIBUTION",
     "FIRST_PARTY",
@@ -41,6 +43,12 @@ SCHEME_DISTRIBUTIONS: dict[str, str] = {
     "amqps": "anarchon-rabbitmq",
     "nats": "anarchon-nats",
     "tls": "anarchon-nats",
+}
+
+#: ``anarchon`` subcommand -> the distribution that adds it (through the hook
+#: ``anarchon_register_commands``), for the hint when it is not installed.
+COMMAND_DISTRIBUTIONS: dict[str, str] = {
+    "web": "anarchon-web",
 }
 
 #: The backend of a Scheduler given none and no ``ANARCHON_BACKEND``: a file beside the app.

@@ -2,7 +2,8 @@
 
 Two families share one plugin manager and the entry-point group ``anarchon``:
 
-* **registration** — a backend distribution returns its backend classes;
+* **registration** — a backend distribution returns its backend classes, and
+  a distribution above the core its ``anarchon`` subcommands;
 * **observers** — called as runs start and finish, slots are skipped or lost,
   claims are decided, runs are taken over or handed over, the backend fails,
   the clock is checked, the scheduler starts or stops. Observers are called
@@ -30,6 +31,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from .backend import Backend
+    from .commands import CliCommand
     from .context import RunContext
     from .job import Job
     from .run import Run
@@ -65,6 +67,17 @@ def anarchon_register_backends() -> list[type[Backend]]:  # type: ignore[empty-b
     Each class declares ``name``, ``url_schemes`` and ``capabilities``. Two
     plugins registering one name is an error, reported when the backend is
     looked up.
+    """
+
+
+@hookspec
+def anarchon_register_commands() -> list[CliCommand]:  # type: ignore[empty-body]
+    """Return the ``anarchon`` subcommands this plugin provides.
+
+    Each :class:`~anarchon.commands.CliCommand` is listed by ``anarchon
+    --help`` and receives the arguments after its name. A name that a core
+    command already has, or that two plugins give, is refused with a warning
+    naming both.
     """
 
 

@@ -3,7 +3,8 @@
 One module per kind of command: :mod:`._read` (``jobs``, ``history``,
 ``backends``), :mod:`._check` (the readiness gate), :mod:`._run` (``run``,
 ``run-now``), :mod:`._backfill`, :mod:`._control` (``pause``, ``resume``, ``pauses``,
-``trigger``), :mod:`._migrate`. Built on :mod:`argparse`, so the core needs no
+``trigger``), :mod:`._migrate`; commands of other distributions (``web``)
+arrive through a plugin hook (:mod:`._external`). Built on :mod:`argparse`, so the core needs no
 dependency for it; every read command takes ``--json`` for scripts.
 
 Exit status: 0 done, 1 a check, a run or the backend failed (the reason is
@@ -20,14 +21,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import __version__
+from ..commands import CliCommand
 from ..errors import AnarchonError, BackendUnavailableError
 from . import _control
 from ._backfill import backfill, parse_moment
 from ._check import check
 from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
+from ._external import missing_commands, plugin_commands
 from ._migrate import migrate
 from ._read import backends, history, jobs
 from ._run import run, run_now
+from ._suggest import first_word, suggestion, unknown_options
 
 __all__ = ["RUN_HEADERS", "UsageError", "load_scheduler", "main", "run_rows", "table"]
 
@@ -42,7 +46,13 @@ BACKEND_HELP = (
 JSON_HELP = "print JSON instead of a table, for scripts"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(
+    external: dict[str, CliCommand] | None = None, missing: dict[str, str] | None = None
+) -> argparse.ArgumentParser:
+    if external is None:
+        external = plugin_commands(set(COMMANDS))
+    if missing is None:
+        missing = missing_commands(external)
     # -v is accepted before and after the command: the command's copy leaves the value alone when absent.
     verbose = argparse.ArgumentParser(add_help=False)
     verbose.add_argument(
@@ -52,9 +62,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="anarchon",
         description="Distributed cron: exactly one instance runs each slot.",
         parents=[verbose],
-        epilog="anarchon web module:attr | --backend URL …: the dashboard (pip install anarchon-web; "
-        "anarchon web --help).  exit status: 0 done, 1 a check, run or backend failed, 2 a command line or option "
-        "that cannot work",
+        epilog="".join(f"anarchon {name}: not installed ({hint}).  " for name, hint in missing.items())
+        + "exit status: 0 done, 1 a check, run or backend failed, 2 a command line or option that cannot work",
     )
     parser.add_argument("--version", action="version", version=f"anarchon {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
@@ -183,6 +192,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p = command("backends", "list installed backends: schemes, kind (lease or claim), capabilities")
     json_option(p)
+    for name, plugin in sorted(external.items()):
+        # Listed for --help and suggestions only: main() hands its arguments to the plugin unparsed.
+        sub.add_parser(name, help=f"{plugin.help} (anarchon {name} --help)", add_help=False)
     return parser
 
 
@@ -209,23 +221,28 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
 }
 
 
-def _web(argv: list[str]) -> int:
-    """``anarchon web …``: the dashboard, which lives in its own distribution."""
-    try:
-        from anarchon_web.cli import main as web_main
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] != "anarchon_web":
-            raise
-        print("anarchon: error: the dashboard lives in anarchon-web: pip install anarchon-web", file=sys.stderr)
-        return 2
-    return int(web_main(argv, prog="anarchon web"))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] == "web":
-        return _web(args_list[1:])
-    args = _parser().parse_args(args_list)
+    external = plugin_commands(set(COMMANDS))
+    missing = missing_commands(external)
+    at = first_word(args_list)
+    if at is not None:
+        word = args_list[at]
+        if word in external:
+            return int(external[word].main(args_list[at + 1 :], f"anarchon {word}"))
+        if word in missing:
+            print(f"anarchon: error: 'anarchon {word}' is not installed: {missing[word]}", file=sys.stderr)
+            return 2
+        if word not in COMMANDS:
+            hint = suggestion(word, [*COMMANDS, *external])
+            print(f"anarchon: error: unknown command {word!r}{hint} (anarchon --help lists them)", file=sys.stderr)
+            return 2
+    parser = _parser(external, missing)
+    args, extras = parser.parse_known_args(args_list)
+    if extras:
+        (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        command_parser = commands.choices[args.command]
+        command_parser.error(unknown_options(command_parser, extras))
     logging.basicConfig(
         level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
