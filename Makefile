@@ -49,6 +49,7 @@ lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # spin's exhaustive checks of the lease protocol model (model/README.md; about 3 min on 2 loaded cores); needs `spin` and gcc.
 model:
