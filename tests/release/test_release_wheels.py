@@ -62,6 +62,7 @@ EXTRAS = {
     "rabbitmq": ["anarchon-rabbitmq"],
     "nats": ["anarchon-nats"],
     "prometheus": ["anarchon-prometheus"],
+    "opentelemetry": ["anarchon-opentelemetry"],
     "web": ["anarchon-web"],
 }
 EXTRAS["all"] = sorted(d for names in EXTRAS.values() for d in names)
