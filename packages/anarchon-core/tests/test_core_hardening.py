@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from datetime import timezone
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anarchon import Capabilities, InvalidJobError, MemoryBackend, Scheduler
+from anarchon import AnarchonDeprecationWarning, Capabilities, InvalidJobError, MemoryBackend, Scheduler
 from anarchon._errortext import ERROR_TEXT_LIMIT, clean_text, error_text
 from anarchon._identity import check_instance_id, default_instance_id
 from anarchon._records import decode_run, reset_skipped, skipped_records
@@ -43,7 +44,10 @@ COMPANIONS: dict[str, dict[str, object]] = {
 @pytest.mark.parametrize("option", sorted(set(INT_BOUNDS) - {"jitter_ms"}))
 def test_the_largest_accepted_value_of_each_option_is_kept(option: str) -> None:
     _, maximum, _ = INT_BOUNDS[option]
-    job = Scheduler(MemoryBackend()).add("j", "* * * * *", noop, **{option: maximum, **COMPANIONS.get(option, {})})
+    # max_attempts still works, with its deprecation (max_takeovers is its new name).
+    deprecated = pytest.warns(AnarchonDeprecationWarning) if option == "max_attempts" else contextlib.nullcontext()
+    with deprecated:
+        job = Scheduler(MemoryBackend()).add("j", "* * * * *", noop, **{option: maximum, **COMPANIONS.get(option, {})})
     assert getattr(job.options, option) == maximum
 
 

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import pytest
 
 from anarchon import (
+    AnarchonDeprecationWarning,
     Backend,
     Capabilities,
     Claim,
@@ -157,7 +158,7 @@ def test_duplicate_name_is_refused(scheduler: Scheduler) -> None:
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("lease_ms", 10_000), ("max_attempts", 2), ("overlap", "skip"), ("catch_up_ms", 60_000), ("hand_over", True)],
+    [("lease_ms", 10_000), ("max_takeovers", 1), ("overlap", "skip"), ("catch_up_ms", 60_000), ("hand_over", True)],
 )
 def test_lease_only_options_are_refused_on_a_claim_backend(
     claim_scheduler: Scheduler, option: str, value: object
@@ -222,7 +223,9 @@ def test_max_takeovers_is_max_attempts_renamed(scheduler: Scheduler) -> None:
     """The old name still works, warning with the new name and the value that keeps the limit."""
     assert scheduler.add("new", "* * * * *", noop, max_takeovers=0).options.max_attempts == 1
     assert scheduler.add("default", "* * * * *", noop).options.max_takeovers == 2
-    with pytest.warns(DeprecationWarning, match=r"max_attempts is deprecated.*max_takeovers=4.*retries") as caught:
+    with pytest.warns(
+        AnarchonDeprecationWarning, match=r"max_attempts is deprecated.*max_takeovers=4.*retries"
+    ) as caught:
         old = scheduler.add("old", "* * * * *", noop, max_attempts=5)
     assert caught[0].filename == __file__, "the warning points at the add() call"
     assert (old.options.max_attempts, old.options.max_takeovers) == (5, 4)

@@ -73,7 +73,7 @@ async def test_renewal_keeps_the_lease_and_take_over_follows_when_it_stops(
 async def test_racing_take_overs_have_one_winner(make_backend, make_job, make_claim, wait_until):
     owner = await make_backend()
     backups = [await make_backend() for _ in range(8)]
-    jobs = [make_job(f"to-{i}", lease_ms=100, max_attempts=5) for i in range(5)]
+    jobs = [make_job(f"to-{i}", lease_ms=100, max_takeovers=4) for i in range(5)]
     await owner.claim([make_claim(j, SLOT, "owner") for j in jobs])
     await _expire(owner, wait_until, 100)
     answers = await asyncio.gather(*(b.take_over(jobs, f"b{k}") for k, b in enumerate(backups)))
@@ -84,7 +84,7 @@ async def test_racing_take_overs_have_one_winner(make_backend, make_job, make_cl
 
 async def test_a_run_out_of_attempts_is_abandoned(backend, make_backend, make_job, make_claim, wait_until):
     backup = await make_backend()
-    job = make_job("attempts", lease_ms=100, max_attempts=2)
+    job = make_job("attempts", lease_ms=100, max_takeovers=1)
     await backend.claim([make_claim(job, SLOT)])
     await _expire(backend, wait_until, 100)
     (second,) = await backup.take_over([job], "backup")
@@ -110,7 +110,7 @@ async def test_only_the_newest_scheduled_slot_is_taken_over(backend, make_job, m
 
 async def test_hand_over_lets_a_backup_take_over_at_once(make_backend, make_job, make_claim):
     owner, backup = await make_backend(), await make_backend()
-    job = make_job("handover", lease_ms=60_000, max_attempts=1)
+    job = make_job("handover", lease_ms=60_000, max_takeovers=0)
     grant = (await owner.claim([make_claim(job, SLOT, "owner")]))[0].grant
     assert await backup.take_over([job], "backup") == []
     assert await owner.hand_over(grant)

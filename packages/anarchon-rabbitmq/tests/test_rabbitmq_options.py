@@ -56,7 +56,7 @@ def test_job_names_may_only_hold_letters_digits_underscore_and_dash(name):
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("lease_ms", 30_000), ("max_attempts", 2), ("overlap", "skip"), ("catch_up_ms", 60_000), ("hand_over", True)],
+    [("lease_ms", 30_000), ("max_takeovers", 1), ("overlap", "skip"), ("catch_up_ms", 60_000), ("hand_over", True)],
 )
 def test_lease_only_options_are_refused(option, value):
     assert RabbitMQBackend.capabilities.lease is False

@@ -57,7 +57,7 @@ async def test_a_finished_run_no_longer_blocks_the_next_slot(store, make_job, cl
 
 async def test_fencing_grows_with_claims_and_take_overs(store, make_job, claim, wait_until):
     a, b = await store.backend(), await store.backend()
-    job = make_job(lease_ms=SHORT, max_attempts=5)
+    job = make_job(lease_ms=SHORT, max_takeovers=4)
     (first,) = await a.claim([claim(job, 1000)])
     assert first.grant is not None
     assert first.grant.fencing == 1
@@ -107,7 +107,7 @@ async def test_renewal_keeps_the_lease_from_being_taken_over(store, make_job, cl
 
 async def test_take_over_stops_after_max_attempts_and_abandons(store, make_job, claim, wait_until):
     backends = [await store.backend() for _ in range(3)]
-    job = make_job(lease_ms=SHORT, max_attempts=2)
+    job = make_job(lease_ms=SHORT, max_takeovers=1)
     assert (await backends[0].claim([claim(job, 1000)]))[0].won
     (second,) = await wait_until(lambda: backends[1].take_over([job], "b"))
     assert second.grant is not None
@@ -176,7 +176,7 @@ async def test_dead_manual_run_is_taken_over(store, make_job, claim, wait_until)
 
 async def test_hand_over_lets_a_backup_take_over_at_once_even_past_max_attempts(store, make_job, claim):
     a, b = await store.backend(), await store.backend()
-    job = make_job(lease_ms=60_000, max_attempts=1)
+    job = make_job(lease_ms=60_000, max_takeovers=0)
     (won,) = await a.claim([claim(job, 1000)])
     assert won.grant is not None
     assert await b.take_over([job], "b") == []
@@ -275,7 +275,7 @@ async def test_finish_writes_the_record_and_a_retried_finish_agrees(store, make_
 async def test_many_finishes_at_once_each_get_their_own_answer(store, make_job, claim, wait_until):
     """More finishes at once than redis-py's pool has connections (100), as 1,000 jobs due together make."""
     a, b = await store.backend(), await store.backend()
-    jobs = [make_job(f"many-{i}", lease_ms=SHORT, max_attempts=2) for i in range(300)]
+    jobs = [make_job(f"many-{i}", lease_ms=SHORT, max_takeovers=1) for i in range(300)]
     grants = [r.grant for r in await a.claim([claim(j, 1000) for j in jobs])]
     assert all(g is not None for g in grants)
     stale = grants[7]

@@ -77,9 +77,9 @@ async def test_same_answers_as_the_memory_store(seed, tmp_path, make_job, make_c
         backend._clock = clock
         await backend.start()
     jobs = [
-        make_job("skip", lease_ms=1000, max_attempts=2, history_size=4),
-        make_job("allow", overlap="allow", lease_ms=600, max_attempts=3, history_size=3, history_ttl_ms=8000),
-        make_job("once", lease_ms=400, max_attempts=1, history_size=50),
+        make_job("skip", lease_ms=1000, max_takeovers=1, history_size=4),
+        make_job("allow", overlap="allow", lease_ms=600, max_takeovers=2, history_size=3, history_ttl_ms=8000),
+        make_job("once", lease_ms=400, max_takeovers=0, history_size=50),
     ]
     fences = Fences()
     held: list[tuple[int, Grant, Grant]] = []  # (instance, reference grant, sqlite grant)

@@ -119,7 +119,7 @@ async def test_take_over_grants_attempt_two_with_a_higher_fencing_token(instance
 
 async def test_take_over_stops_at_max_attempts(instances, make_job, make_claim, wait_until):
     a, b = await instances(2)
-    job = make_job("attempts", lease_ms=LEASE, max_attempts=2)
+    job = make_job("attempts", lease_ms=LEASE, max_takeovers=1)
     assert (await a.claim([make_claim(job, SLOT, "a")]))[0].won
     (taken,) = await wait_until(lambda: b.take_over([job], "b"))
     assert taken.grant is not None
@@ -136,7 +136,7 @@ async def test_take_over_stops_at_max_attempts(instances, make_job, make_claim, 
 
 async def test_hand_over_is_taken_over_at_once_even_past_max_attempts(instances, make_job, make_claim):
     a, b = await instances(2)
-    job = make_job("handover", lease_ms=60_000, max_attempts=1)
+    job = make_job("handover", lease_ms=60_000, max_takeovers=0)
     (won,) = await a.claim([make_claim(job, SLOT, "a")])
     assert won.grant is not None
     assert await a.hand_over(won.grant)

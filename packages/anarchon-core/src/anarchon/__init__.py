@@ -27,6 +27,7 @@ from .context import JobFunc, RunContext
 from .control import PauseState, RunRequest
 from .distributions import FIRST_PARTY, install_hint
 from .errors import (
+    AnarchonDeprecationWarning,
     AnarchonError,
     BackendNotInstalledError,
     BackendUnavailableError,
@@ -50,6 +51,7 @@ except importlib.metadata.PackageNotFoundError:  # a source tree that was never 
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "AnarchonDeprecationWarning",
     "AnarchonError",
     "Backend",
     "BackendNotInstalledError",

@@ -18,6 +18,7 @@ around ``add()`` keeps working.
 from __future__ import annotations
 
 __all__ = [
+    "AnarchonDeprecationWarning",
     "AnarchonError",
     "BackendNotInstalledError",
     "BackendUnavailableError",
@@ -87,3 +88,12 @@ class UnsupportedOperationError(AnarchonError, NotImplementedError):
         super().__init__(message)
         self.operation = operation
         self.capability = capability
+
+
+class AnarchonDeprecationWarning(DeprecationWarning):
+    """An option or call of anarchon that still works and will go: the message names its replacement.
+
+    Its own class, so a test suite can turn anarchon's deprecations into errors
+    (``filterwarnings = ["error::anarchon.errors.AnarchonDeprecationWarning"]``,
+    as anarchon's own tests do) without failing on other libraries' warnings.
+    """

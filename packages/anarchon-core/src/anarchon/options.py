@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .capabilities import Capabilities
 from .cron.dst import DST_POLICIES, DstPolicy
 from .distributions import LEASE_BACKENDS_HINT
-from .errors import InvalidJobError, UnsupportedOptionError
+from .errors import AnarchonDeprecationWarning, InvalidJobError, UnsupportedOptionError
 
 __all__ = [
     "JOB_NAME_PATTERN",
@@ -359,7 +359,7 @@ def _takeovers_as_attempts(job: str, backend: str, explicit: dict[str, Any]) -> 
                 f"job {job!r}: max_attempts is deprecated, since it reads as retries and counts runners that "
                 f"died; use max_takeovers={attempts - 1} (the same limit: take-overs after a runner died), "
                 "and retries=N to re-run a job that raised",
-                DeprecationWarning,
+                AnarchonDeprecationWarning,
                 stacklevel=_stacklevel(),
             )
         return explicit
