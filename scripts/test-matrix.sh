@@ -1,35 +1,43 @@
 #!/usr/bin/env bash
-# The whole test suite as a matrix: one pytest run per broker, each printing
-# its own summary, then one line "N passed, N failed" for all of them. The
-# "faults" step runs the fault judge's tests, the fault regression test and the
-# short fault scenario on each backend (about 30 s each; make chaos is the
-# full one). The "recipes" step runs examples/recipes (Flask, Django, gunicorn,
-# FastAPI, a plain service) and the background scheduler against SQLite and
-# Redis; the "failover" step fails each replicated referee over (about a
-# minute each; make chaos-failover is the full one). Extra arguments go to
-# every pytest run (e.g. -m "not slow").
+# The whole test suite as a matrix: one pytest run per step, each printing its
+# own summary, then one line "N passed, N failed, N skipped" for all of them.
+#
+# Steps run side by side in ANARCHON_JOBS lanes (default 3; ANARCHON_JOBS=1
+# runs them one after another). Almost every step spends its time waiting on
+# brokers, subprocesses and the clock, not on the CPU, so three lanes fit two
+# cores; CONTRIBUTING.md ("What CI runs") has the measurements. Each step
+# writes its own log, printed whole when the step ends, so outputs never
+# interleave. The longest steps start first (the seconds in STEPS are their
+# measured length), which keeps the lanes even.
+#
 # ANARCHON_STEPS=core,redis picks steps; an unknown name exits 2, listing them.
-# Exits non-zero when any step fails.
+# Extra arguments go to every pytest run (e.g. -m "not slow"). Exits non-zero
+# when any step fails.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
+JOBS=${ANARCHON_JOBS:-3}
+# name|seconds measured alone|pytest paths and arguments
 STEPS=(
-  "core:packages/anarchon-core packages/conformance"
-  "sqlite:packages/anarchon-sqlite"
-  "redis:packages/anarchon-redis"
-  "postgres:packages/anarchon-postgres"
-  "rabbitmq:packages/anarchon-rabbitmq"
-  "nats:packages/anarchon-nats"
-  "observability:packages/anarchon-prometheus packages/anarchon-opentelemetry"
-  "web:packages/anarchon-web"
-  "faults:tests/chaos"
-  "failover:tests/failover"
-  "release:tests/release"
-  "recipes:tests/recipes"
+  "core|110|packages/anarchon-core"
+  "conformance|56|packages/conformance"
+  "oracles|101|tests/oracles"
+  "sqlite|140|packages/anarchon-sqlite"
+  "redis|317|packages/anarchon-redis"
+  "postgres|158|packages/anarchon-postgres"
+  "rabbitmq|176|packages/anarchon-rabbitmq"
+  "nats|114|packages/anarchon-nats"
+  "observability|8|packages/anarchon-prometheus packages/anarchon-opentelemetry"
+  "web|33|packages/anarchon-web"
+  "faults|170|tests/chaos"
+  "failover|268|tests/failover"
+  "release|59|tests/release"
+  "recipes|42|tests/recipes"
+  "docs|5|tests/docs tests/repo"
 )
+names=$(for s in "${STEPS[@]}"; do printf '%s, ' "${s%%|*}"; done); names=${names%, }
 if [ -n "${ANARCHON_STEPS:-}" ]; then
   # A misspelt step would otherwise run nothing and end in "0 passed, 0 failed".
-  names=$(printf '%s, ' "${STEPS[@]%%:*}"); names=${names%, }
   IFS=, read -ra wanted <<< "${ANARCHON_STEPS// /}"
   [ ${#wanted[@]} -gt 0 ] || { echo "test-matrix: ANARCHON_STEPS names no step; the steps are: $names" >&2; exit 2; }
   for want in "${wanted[@]}"; do
@@ -43,36 +51,67 @@ if [ -n "${ANARCHON_STEPS:-}" ]; then
   done
   selected=()
   for step in "${STEPS[@]}"; do
-    case ",${ANARCHON_STEPS// /}," in *",${step%%:*},"*) selected+=("$step");; esac
+    case ",${ANARCHON_STEPS// /}," in *",${step%%|*},"*) selected+=("$step");; esac
   done
   STEPS=("${selected[@]}")
 fi
+case "$JOBS" in ''|*[!0-9]*|0) echo "test-matrix: ANARCHON_JOBS=$JOBS is not a positive whole number of lanes (1 runs the steps one by one)" >&2; exit 2;; esac
+# Longest first: sort by the measured seconds, descending.
+mapfile -t ORDER < <(printf '%s\n' "${STEPS[@]}" | sort -t'|' -k2,2nr)
+
 logdir=$(mktemp -d)
-passed=0 failed=0 skipped=0 bad_steps=()
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logdir"' EXIT
 count() {  # word file
   # pytest's closing line, with or without -q: "=== 3 passed, 1 skipped in 2.1s ===" or "3 passed in 2.1s"
   grep -E '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s' "$2" | tail -n 1 | grep -oE "[0-9]+ $1" | grep -oE '[0-9]+' || echo 0
 }
-for step in "${STEPS[@]}"; do
-  name=${step%%:*}
-  paths=${step#*:}
-  log="$logdir/$name.log"
-  echo "::: step $name: pytest $paths"
-  start=$SECONDS
-  # shellcheck disable=SC2086
-  "$PY" -m pytest $paths "$@" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
+run_step() {  # name paths...; the step's exit code and seconds go to $logdir/name.rc
+  local name=$1 start=$SECONDS rc
+  shift
+  # shellcheck disable=SC2068  # the step's paths and arguments split on purpose
+  "$PY" -m pytest $@ "${EXTRA[@]}" > "$logdir/$name.log" 2>&1 < /dev/null
+  rc=$?
+  echo "$rc $((SECONDS - start))" > "$logdir/$name.rc"
+}
+EXTRA=("$@")
+passed=0 failed=0 skipped=0 bad_steps=()
+report() {  # name: print the step's whole log and its line, add up its counts
+  local name=$1 log="$logdir/$1.log" rc secs p f e s
+  read -r rc secs < "$logdir/$name.rc"
+  echo "::: step $name: pytest ${paths_of[$name]}"
+  cat "$log"
   p=$(count passed "$log"); f=$(count failed "$log"); e=$(count error "$log"); s=$(count skipped "$log")
   passed=$((passed + p)); failed=$((failed + f + e)); skipped=$((skipped + s))
-  echo "::: step $name: rc=$rc, $p passed, $((f + e)) failed, $s skipped in $((SECONDS - start)) s"
+  echo "::: step $name: rc=$rc, $p passed, $((f + e)) failed, $s skipped in $secs s"
   if [ "$rc" -ne 0 ]; then
     bad_steps+=("$name")
     [ $((f + e)) -eq 0 ] && failed=$((failed + 1))  # a step that broke before counting still counts
   fi
+}
+declare -A paths_of=() pid_of=()
+running=0
+for step in "${ORDER[@]}"; do
+  name=${step%%|*}
+  paths=${step##*|}
+  paths_of[$name]=$paths
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n -p done_pid
+    for n in "${!pid_of[@]}"; do [ "${pid_of[$n]}" = "$done_pid" ] && { unset "pid_of[$n]"; report "$n"; }; done
+    running=$((running - 1))
+  fi
+  echo "::: step $name: started ($((running + 1)) of $JOBS lanes busy)"
+  run_step "$name" "$paths" &
+  pid_of[$name]=$!
+  running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+  wait -n -p done_pid
+  for n in "${!pid_of[@]}"; do [ "${pid_of[$n]}" = "$done_pid" ] && { unset "pid_of[$n]"; report "$n"; }; done
+  running=$((running - 1))
 done
 echo
 for step in "${STEPS[@]}"; do
-  name=${step%%:*}
+  name=${step%%|*}
   case " ${bad_steps[*]:-} " in *" $name "*) echo "  $name: FAILED";; *) echo "  $name: ok";; esac
 done
 echo "$passed passed, $failed failed, $skipped skipped"

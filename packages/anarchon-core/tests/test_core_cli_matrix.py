@@ -18,9 +18,9 @@ pytestmark = pytest.mark.skipif(not SCRIPT.exists(), reason="scripts/test-matrix
 
 
 def _steps() -> list[str]:
-    """The step names as the script's STEPS array declares them ("name:paths" lines)."""
+    """The step names as the script's STEPS array declares them ("name|seconds|paths" lines)."""
     body = SCRIPT.read_text().split("STEPS=(", 1)[1].split(")", 1)[0]
-    return [line.strip().strip('"').split(":", 1)[0] for line in body.splitlines() if line.strip()]
+    return [line.strip().strip('"').split("|", 1)[0] for line in body.splitlines() if line.strip()]
 
 
 def _matrix(steps: str) -> subprocess.CompletedProcess[str]:
@@ -44,4 +44,44 @@ def test_known_steps_run_and_only_those() -> None:
     result = _matrix("core, faults")
     assert result.returncode == 0, result.stderr
     ran = [line.split()[2].rstrip(":") for line in result.stdout.splitlines() if ": pytest " in line]
-    assert ran == ["core", "faults"]
+    assert sorted(ran) == ["core", "faults"]  # side by side: reported as each ends
+
+
+def _fake_pytest(tmp_path: Path) -> Path:
+    """A stand-in for ``python``: notes when each step starts and ends, waits for a sibling, says it passed."""
+    script = tmp_path / "fake-python"
+    script.write_text(
+        "#!/usr/bin/env bash\n"
+        f'echo "start $*" >> {tmp_path}/stamps\n'
+        # Each step waits (up to 3 s) until two have started: only overlapping steps end quickly.
+        f"for _ in $(seq 30); do [ $(grep -c ^start {tmp_path}/stamps) -ge 2 ] && break; sleep 0.1; done\n"
+        f'echo "end $*" >> {tmp_path}/stamps\n'
+        'echo "1 passed in 0.1s"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_steps_run_side_by_side_in_lanes_and_their_outputs_stay_whole(tmp_path: Path) -> None:
+    env = {**os.environ, "ANARCHON_STEPS": "web,recipes", "ANARCHON_JOBS": "2", "PYTHON": str(_fake_pytest(tmp_path))}
+    result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    stamps = (tmp_path / "stamps").read_text().split("\n")
+    assert [s.split()[0] for s in stamps if s][:2] == ["start", "start"]  # both began before either ended
+    assert result.stdout.rstrip().endswith("2 passed, 0 failed, 0 skipped")
+
+
+def test_one_lane_runs_the_steps_one_after_another(tmp_path: Path) -> None:
+    env = {**os.environ, "ANARCHON_STEPS": "web,recipes", "ANARCHON_JOBS": "1", "PYTHON": str(_fake_pytest(tmp_path))}
+    result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    kinds = [s.split()[0] for s in (tmp_path / "stamps").read_text().split("\n") if s]
+    assert kinds == ["start", "end", "start", "end"]
+
+
+@pytest.mark.parametrize("jobs", ["0", "two", "-1"])
+def test_a_lane_count_that_is_no_positive_number_exits_2(jobs: str) -> None:
+    env = {**os.environ, "ANARCHON_STEPS": "core", "ANARCHON_JOBS": jobs, "PYTHON": "true"}
+    result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert result.returncode == 2
+    assert f"ANARCHON_JOBS={jobs} is not a positive whole number" in result.stderr
