@@ -19,7 +19,8 @@ PY=${PYTHON:-.venv/bin/python}
 JOBS=${ANARCHON_JOBS:-3}
 # name|seconds measured alone|pytest paths and arguments
 STEPS=(
-  "core|110|packages/anarchon-core"
+  "core|35|packages/anarchon-core"
+  "scenarios|77|tests/scenarios"
   "conformance|56|packages/conformance"
   "oracles|101|tests/oracles"
   "sqlite|140|packages/anarchon-sqlite"
