@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 from . import backends
@@ -208,7 +207,7 @@ def _main_long(args: argparse.Namespace, info: dict[str, str], shown: str) -> No
             print(f"  skipped: {result.skipped}")
         results.append(result)
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = datetime.now(timezone.utc).strftime("%Y-%m-%d") + "-" + "-".join(args.long_modes)
+    stem = "-".join(args.long_modes)  # one current report per benchmark; git keeps the older
     chart_path = args.out / f"{stem}.png"
     drawn = soak_chart(results, chart_path)
     page = long_markdown(info, results, shown, chart_path.name if drawn else None)
@@ -237,7 +236,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  skipped: {result.skipped}")
         results.append(result)
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = datetime.now(timezone.utc).strftime("%Y-%m-%d") + ("-quick" if args.quick else "")
+    # One current report per benchmark (git keeps the older): standard.md, or claims.md for --only claims.
+    every = args.phase_list == list(PHASES)
+    stem = ("standard" if every else "-".join(args.phase_list)) + ("-quick" if args.quick else "")
     chart_path = args.out / f"{stem}-start-delay.png"
     drawn = chart(results, chart_path)
     shown = " ".join(argv if argv is not None else sys.argv[1:])

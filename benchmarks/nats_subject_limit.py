@@ -14,7 +14,7 @@ oldest message of its subject, which the anarchon NATS backend's trimmed
 steady state does on every claim and every finish.
 
 Why: the 10-minute soak on nats-server 2.9.10 spiralled from the minute its
-stream reached the limit (see benchmarks/results/2026-12-01-scale.md);
+stream reached the limit (see benchmarks/results/soak.md);
 nats-server issue #4043 describes slow writes under per-subject limits
 over many subjects, improved in 2.10. This separates the server's cost
 from anarchon's.

@@ -49,7 +49,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--workdir", type=Path, help="keep ledgers and logs here (default: a temp dir)")
     p.add_argument("--json", type=Path, help="also write the verdicts as JSON here")
-    p.add_argument("--no-results", action="store_true", help="do not write chaos/results/<date>.md")
+    p.add_argument("--no-results", action="store_true", help="do not write chaos/results/faults.md")
     return p.parse_args(argv)
 
 
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.no_results:
         RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"{stamp}{'-short' if cfg.short else ''}.md"
+        path = RESULTS / f"faults{'-short' if cfg.short else ''}.md"  # the current report; git keeps the older
         path.write_text(markdown(verdicts, header, judge_module.__doc__ or ""))
         print(f"results: {path}")
     if args.json:

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--every", type=float, default=None, help="seconds between failovers (default 8, 5 with --short)")
     p.add_argument("--short", action="store_true", help="what make test runs")
     p.add_argument("--workdir", type=Path)
-    p.add_argument("--no-results", action="store_true", help="do not write chaos/results/<date>-failover.md")
+    p.add_argument("--no-results", action="store_true", help="do not write chaos/results/failover.md")
     args = p.parse_args(argv)
     reasons = available()
     names = [n.strip() for n in args.backends.split(",")] if args.backends else [n for n in ORDER if not reasons[n]]
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.no_results:
         RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"{stamp}-failover{'-short' if cfg.short else ''}.md"
+        path = RESULTS / f"failover{'-short' if cfg.short else ''}.md"  # the current report; git keeps the older
         path.write_text(markdown(results, header))
         print(f"results: {path}")
     if all(r.passed for r in results) and not keep:

@@ -1,4 +1,4 @@
-"""The result table, for the terminal and for ``chaos/results/<date>.md``."""
+"""The result table, for the terminal and for ``chaos/results/faults.md``."""
 
 from __future__ import annotations
 
