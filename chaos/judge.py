@@ -13,7 +13,7 @@ re-run
     Lease backends only: a later attempt that started after the earlier one had
     *ended* its function, because the earlier runner lost its lease before it
     could record the end (cut off, killed). This is the lease tier's documented
-    at-least-once edge (SPEC §4: jobs should be idempotent; the fencing token
+    at-least-once edge (docs/concepts.md: jobs should be idempotent; the fencing token
     guards their writes). Counted, not a broken promise.
 take-over / hand-over
     A later attempt that started after the earlier one died; a hand-over when
@@ -30,7 +30,7 @@ coalesced
 abandoned
     Lease backends: a slot granted to an instance that could not run it to its
     end (killed, or its answer lost on a cut link) whose lease expired after
-    the job's next slot was decided; SPEC §1 marks it ``abandoned`` ("the newer
+    the job's next slot was decided; the lease rules mark it ``abandoned`` ("the newer
     slot runs the job anyway"). Read from the backend's history.
 lost, runner died (a)
     Claim backends: a slot whose only run's instance was killed or stopped
@@ -39,12 +39,12 @@ lost otherwise (b)
     Every other slot with no finished run and no excuse above.
 
 An *abandoned* slot whose next slot did not run either (it was skipped for
-overlap with the dying run, or abandoned too) breaks the promise of SPEC §8
+overlap with the dying run, or abandoned too) breaks the promise that no slot is lost while an instance is up
 ("no slot is lost while at least one instance is alive") although each step
-follows the rules of SPEC §1: with ``lease_ms`` longer than the job's period,
+follows the lease rules (docs/concepts.md): with ``lease_ms`` longer than the job's period,
 a dead winner's lease makes the next slot skip, and that skipped slot makes
 the dead run superseded. The verdict counts it as broken when an instance was
-up; ``--rules-only`` judges by SPEC §1 alone and lists it as a warning.
+up; ``--rules-only`` judges by the lease rules alone and lists it as a warning.
 
 A lease backend breaks its promise when a slot is lost (b) or a started run
 is never finished nor taken over while at least one instance was *up*: its
@@ -395,7 +395,7 @@ def judge(
                     if used_up:
                         v.warnings.append(
                             f"{label}: abandoned after attempt {last['attempt']} died (max_attempts={max_attempts}, "
-                            "SPEC §1); the slots it overlapped were skipped by the rules"
+                            "the lease rules); the slots it overlapped were skipped by the rules"
                         )
                     continue
                 sign = _last_sign(last, stops, timeline)
@@ -444,7 +444,7 @@ def judge(
             covered_later = (job, slot) in covered and (job, following) in covered
             if outcome.get((job, slot)) == "abandoned" and after in ("skipped", "abandoned") and not covered_later:
                 line = (
-                    f"{job} @ {slot}: its winner died or was cut off; abandoned as superseded (SPEC §1), but the "
+                    f"{job} @ {slot}: its winner died or was cut off; abandoned as superseded (the lease rules, docs/concepts.md), but the "
                     f"next slot {following} was {after} too (overlap with that dying run), so neither ran"
                 )
                 v.abandoned_chains += 1

@@ -49,7 +49,7 @@ class Config:
     grace_ms: int = 500
     skews_ms: tuple[int, ...] = (500, -500, 0)
     workdir: Path | None = None
-    #: Judge by SPEC §1's rules alone: an abandoned slot never breaks a promise.
+    #: Judge by the lease rules alone (docs/concepts.md): an abandoned slot never breaks a promise.
     rules_only: bool = False
 
     def seat_skews(self) -> list[int]:

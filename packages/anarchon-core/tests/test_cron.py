@@ -78,7 +78,7 @@ def reference(expr: str, zone: str, wall_clock: bool, start_s: int, end_s: int, 
     """Brute force over every ``step``-second instant in (start_s, end_s], in ms.
 
     cronsim (naive, no zone) says which wall times match; which instants run
-    is decided here from the wall clock alone, as SPEC section 4 words it.
+    is decided here from the wall clock alone, as classic cron does.
     """
     tz = ZoneInfo(zone)
 

@@ -27,7 +27,7 @@ def _run(instance: str, attempt: int, t: int, *, recorded: bool) -> list[dict[st
 
 
 def test_a_take_over_of_a_run_ended_but_never_recorded_is_a_re_run_not_a_duplicate() -> None:
-    # a ended the job and was killed before the backend recorded it; b took it over (SPEC §4).
+    # a ended the job and was killed before the backend recorded it; b took it over (docs/concepts.md).
     ledger = _run("a", 1, 100, recorded=False) + _run("b", 2, 1600, recorded=True)
     report = reconcile(ledger, {"x": [1000]}, {"a": 120})
     assert (report.duplicates, report.re_runs, report.re_run_slots) == (0, 1, [("x", 1000)])

@@ -8,8 +8,8 @@ set grew from 174 MB to 1.1 GB, and the pile deepened the server's own
 queue, so the fleet fell further behind the longer it ran. Behind the
 window a batch waits for its turn instead, and a slot that reaches its
 turn later than its job's ``max_late_ms`` is skipped as late, the rule a
-late timer already follows (SPEC: "if it reaches the claim later than
-``slot + max_late_ms``, it does not claim"). Waiting batches are thereby
+late timer already follows (an instance that reaches the claim later than
+``slot + max_late_ms`` does not claim; docs/concepts.md). Waiting batches are thereby
 bounded too: no batch waits longer than ``max_late_ms`` for nothing.
 
 A batch is let through while nothing is out, whatever its size, so a batch

@@ -75,7 +75,7 @@ def _instance_main(args: argparse.Namespace) -> None:
         @hookimpl
         def anarchon_run_finished(self, scheduler: Scheduler, job: Any, run: Any) -> None:
             # The backend has the record: a later attempt of this run would be a duplicate, where
-            # one after an ``end`` without this line is the re-run SPEC §4 allows (died before it).
+            # one after an ``end`` without this line is the re-run the lease rules allow (died before it).
             ledger.write("recorded", job=job.name, slot=run.slot_ms, attempt=run.attempt, fencing=run.fencing)
 
         @hookimpl

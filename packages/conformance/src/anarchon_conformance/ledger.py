@@ -78,7 +78,7 @@ class FleetReport:
     take_overs: int = 0
     take_over_ms: list[int] = field(default_factory=list)
     #: Slots run again by a take-over after their killed runner had ended the job but died before
-    #: the backend recorded it: the at-least-once edge SPEC §4 allows (jobs should be idempotent).
+    #: the backend recorded it: the at-least-once edge the lease rules allow (jobs should be idempotent).
     re_runs: int = 0
     re_run_slots: list[tuple[str, int]] = field(default_factory=list)
     rows: list[SlotRow] = field(default_factory=list)
@@ -162,7 +162,7 @@ def reconcile(
     A *duplicate* is a slot run to its end more than once, or started twice
     under one grant (instance, attempt and fencing token; a run handed over on
     stop goes on as the same attempt elsewhere), except a *re-run*: a take-over of a run
-    whose killed runner ended the job before the backend recorded it (SPEC §4: a lease
+    whose killed runner ended the job before the backend recorded it (docs/concepts.md: a lease
     backend may run a slot again after a runner dies; see :func:`_re_run_edges`); a
     *take-over* is a slot whose later attempt
     started after an earlier one died; a slot is *missed* when nothing ran it,
