@@ -45,7 +45,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--rules-only",
         action="store_true",
-        help="judge by the lease rules alone (docs/concepts.md): an abandoned slot whose next slot did not run either is a warning, not a failure",
+        help="judge by the lease rules alone (docs/concepts.md): an abandoned slot whose next slot did not run "
+        "either is a warning, not a failure",
     )
     p.add_argument("--workdir", type=Path, help="keep ledgers and logs here (default: a temp dir)")
     p.add_argument("--json", type=Path, help="also write the verdicts as JSON here")

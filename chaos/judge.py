@@ -444,7 +444,7 @@ def judge(
             covered_later = (job, slot) in covered and (job, following) in covered
             if outcome.get((job, slot)) == "abandoned" and after in ("skipped", "abandoned") and not covered_later:
                 line = (
-                    f"{job} @ {slot}: its winner died or was cut off; abandoned as superseded (the lease rules, docs/concepts.md), but the "
+                    f"{job} @ {slot}: its winner died or was cut off; abandoned as superseded (the lease rules), but the "
                     f"next slot {following} was {after} too (overlap with that dying run), so neither ran"
                 )
                 v.abandoned_chains += 1
