@@ -444,8 +444,8 @@ def judge(
             covered_later = (job, slot) in covered and (job, following) in covered
             if outcome.get((job, slot)) == "abandoned" and after in ("skipped", "abandoned") and not covered_later:
                 line = (
-                    f"{job} @ {slot}: its winner died or was cut off; abandoned as superseded (the lease rules), but the "
-                    f"next slot {following} was {after} too (overlap with that dying run), so neither ran"
+                    f"{job} @ {slot}: its winner died or was cut off; abandoned as superseded (the lease rules), "
+                    f"but the next slot {following} was {after} too (overlap with that dying run), so neither ran"
                 )
                 v.abandoned_chains += 1
                 up = health.up_at_some_point(slot - SKEW_MARGIN_MS, following + jitter + SKEW_MARGIN_MS)
