@@ -27,6 +27,7 @@ from anarchon import (
     RunContext,
     RunStatus,
     Scheduler,
+    SystemClock,
     hookimpl,
 )
 
@@ -359,7 +360,7 @@ async def test_stop_hands_running_jobs_over_to_a_backup_at_once() -> None:
 
 
 async def test_a_slot_reached_too_late_is_skipped_not_claimed() -> None:
-    class JumpyClock:
+    class JumpyClock(SystemClock):
         offset = 0
 
         def now_ms(self) -> int:

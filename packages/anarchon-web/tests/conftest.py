@@ -36,6 +36,9 @@ class FixedClock:
     def now_ms(self) -> int:
         return self.now
 
+    def monotonic(self) -> float:
+        return time.monotonic()
+
 
 class Store:
     """Makes backend objects that act as separate instances of one store."""

@@ -22,7 +22,7 @@ from .backfill import BackfillSummary
 from .background import SchedulerThread, start_in_background
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
-from .clock import Clock, SkewedClock, SystemClock
+from .clock import Clock, LoopClock, SkewedClock, SystemClock
 from .context import JobFunc, RunContext
 from .control import PauseState, RunRequest
 from .distributions import FIRST_PARTY, install_hint
@@ -71,6 +71,7 @@ __all__ = [
     "JobNotFoundError",
     "JobOptions",
     "LeaseBackend",
+    "LoopClock",
     "MemoryBackend",
     "MemoryStore",
     "Outcome",

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -59,7 +58,7 @@ async def run_backfill(
 
     async def one(slot: int) -> None:
         claim = batcher.claim(job, slot)
-        sent = time.monotonic()
+        sent = batcher.clock.monotonic()
         try:
             (result,) = await backend.backfill([claim])
         except Exception as exc:

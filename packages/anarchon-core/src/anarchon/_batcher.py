@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
@@ -84,6 +83,11 @@ class ClaimBatcher:
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
         self._window = ClaimWindow(CLAIMS_OUT)
+
+    @property
+    def clock(self) -> Clock:
+        """The instance's clock, for the parts that claim through this batcher (backfill)."""
+        return self._clock
 
     def start(self) -> None:
         self._in_flight = 0
@@ -236,8 +240,8 @@ class ClaimBatcher:
         batch. Waiting is capped at ``limit`` seconds, so dense schedules still get their polls.
         """
         assert self._idle is not None
-        deadline = time.monotonic() + limit
-        while not self._stopping() and (left := deadline - time.monotonic()) > 0:
+        deadline = self._clock.monotonic() + limit
+        while not self._stopping() and (left := deadline - self._clock.monotonic()) > 0:
             if self._in_flight:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._idle.wait(), left)
@@ -261,7 +265,7 @@ class ClaimBatcher:
         retry = caps.idempotent_claim and not caps.lease
         delay = RETRY_MIN_S
         while True:
-            sent = time.monotonic()
+            sent = self._clock.monotonic()
             try:
                 results = await self._backend.claim(claims)
             except Exception as exc:
@@ -276,7 +280,7 @@ class ClaimBatcher:
             return results, sent
 
     def _report(self, claims: list[Claim], results: list[ClaimResult], sent: float) -> None:
-        latency_ms = (time.monotonic() - sent) * 1000
+        latency_ms = (self._clock.monotonic() - sent) * 1000
         answers = Counter(r.outcome for r in results)
         won, lost = answers[Outcome.WON], answers[Outcome.LOST]
         # A paused slot counts as skipped here: the hook's arguments stay as observers know them.

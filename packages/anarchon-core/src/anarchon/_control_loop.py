@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Awaitable, Callable
 
 from ._batcher import ClaimBatcher
@@ -23,6 +22,7 @@ from ._pausegate import PauseGate
 from ._registry import JobRegistry
 from ._tasks import Tasks
 from .backend import Backend, Grant, Outcome
+from .clock import Clock
 from .control import CONTROL_POLL_MS, RunRequest
 from .job import Job
 
@@ -41,6 +41,7 @@ class ControlLoop:
         tasks: Tasks,
         batcher: ClaimBatcher,
         instance_id: str,
+        clock: Clock,
         *,
         run: Callable[[Job, Grant, float, int | None], Awaitable[object]],
         stopping: Callable[[], bool],
@@ -52,6 +53,7 @@ class ControlLoop:
         self._tasks = tasks
         self._batcher = batcher
         self._instance_id = instance_id
+        self._clock = clock
         self._run = run
         self._stopping = stopping
 
@@ -87,7 +89,7 @@ class ControlLoop:
 
     async def _take(self, requests: list[tuple[RunRequest, Job]]) -> None:
         claims = self._batcher.claims([(job, r.slot_ms) for r, job in requests], manual=True)
-        sent = time.monotonic()
+        sent = self._clock.monotonic()
         try:
             results = await self._backend.claim(claims)
         except Exception as exc:

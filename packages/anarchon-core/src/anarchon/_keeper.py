@@ -12,13 +12,13 @@ import asyncio
 import contextlib
 import heapq
 import logging
-import time
 from typing import NamedTuple
 
 from ._active import ActiveRun, ActiveRuns
 from ._health import BackendHealth
 from ._tasks import Tasks, ignore_outcome
 from .backend import LeaseBackend
+from .clock import Clock
 from .observers import Observers
 
 __all__ = ["LEASE_SAFETY", "LeaseKeeper", "held_until", "lose_lease"]
@@ -27,6 +27,11 @@ log = logging.getLogger("anarchon.leases")
 
 #: Share of a lease this instance gives up early, so it stops before a backup starts.
 LEASE_SAFETY = 0.1
+#: A renewal this close is due now. The event loop counts a timer due within its
+#: clock's resolution; a wait shorter than that returns at once, and on a clock
+#: that reads in whole ticks (a test's fast-forwarded loop) the keeper would wait
+#: for the last fraction of a tick forever.
+TICK_S = 1e-6
 
 
 def held_until(sent: float, lease_ms: int) -> float:
@@ -62,9 +67,16 @@ class Renewal(NamedTuple):
 
 class LeaseKeeper:
     def __init__(
-        self, backend: LeaseBackend, active: ActiveRuns, health: BackendHealth, observers: Observers, tasks: Tasks
+        self,
+        backend: LeaseBackend,
+        clock: Clock,
+        active: ActiveRuns,
+        health: BackendHealth,
+        observers: Observers,
+        tasks: Tasks,
     ) -> None:
         self._backend = backend
+        self._clock = clock
         self._observers = observers
         self._active = active
         self._health = health
@@ -101,14 +113,14 @@ class LeaseKeeper:
             if not heap:
                 self._task = None
                 return
-            now = time.monotonic()
-            if heap[0].at > now:
+            now = self._clock.monotonic()
+            if heap[0].at > now + TICK_S:
                 wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(wake.wait(), heap[0].at - now)
                 continue
             due: list[ActiveRun] = []
-            while heap and heap[0].at <= now:
+            while heap and heap[0].at <= now + TICK_S:
                 entry = heapq.heappop(heap)
                 if not self._current(entry):
                     continue
@@ -120,7 +132,7 @@ class LeaseKeeper:
                 await self._renew(due)
 
     async def _renew(self, due: list[ActiveRun]) -> None:
-        sent = time.monotonic()
+        sent = self._clock.monotonic()
         limit = max(0.001, min(a.lease_deadline for a in due) - sent)
         renewing = self._tasks.call(self._backend.renew([a.grant for a in due]))
         try:
@@ -138,12 +150,12 @@ class LeaseKeeper:
             results = renewing.result()
         except (Exception, asyncio.TimeoutError) as exc:
             self._health.failed("renew", exc)
-            now = time.monotonic()
+            now = self._clock.monotonic()
             for active in due:
                 if self._active.holds(active):
                     self.watch(active, now + min(0.1, max(0.0, active.lease_deadline - now)))
             return
-        now = time.monotonic()
+        now = self._clock.monotonic()
         for active, ok in zip(due, results, strict=True):
             if not self._active.holds(active):
                 continue

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from ._batcher import ClaimBatcher
@@ -87,7 +86,7 @@ class Recovery:
         """One take-over pass: run every expired run the backend grants this instance."""
         if not self._beating():
             return False
-        sent = time.monotonic()
+        sent = self._clock.monotonic()
         try:
             results = await self._backend.take_over(jobs, self._instance_id)
         except Exception as exc:

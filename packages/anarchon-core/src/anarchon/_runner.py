@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 
 from ._active import ActiveRun, ActiveRuns
 from ._health import BackendHealth, error_text
@@ -95,7 +94,7 @@ class RunExecutor:
         started the lease late (a store that was locked), a backup takes the
         run over at once instead of the slot waiting out a lease nobody uses.
         """
-        late = time.monotonic() >= held_until(sent, grant.lease_ms)
+        late = self._clock.monotonic() >= held_until(sent, grant.lease_ms)
         if self._leases is not None and (late or (self.heartbeat is not None and not self.heartbeat.held(sent))):
             log.warning(
                 "job %s, slot %s: %s; handing it over",

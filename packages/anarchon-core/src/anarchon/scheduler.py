@@ -119,7 +119,9 @@ class Scheduler(Steering, Backfilling):
         self._health.on_outage = self._on_outage
         active = ActiveRuns()
         observers = self._observers
-        self._keeper = LeaseKeeper(leases, active, self._health, observers, self._tasks) if leases is not None else None
+        self._keeper = (
+            LeaseKeeper(leases, clock, active, self._health, observers, self._tasks) if leases is not None else None
+        )
         self._runner = RunExecutor(backend, clock, instance, self._health, self._observers, self._keeper, active)
         run = self._runner.execute
         #: The batcher claims through the pause gate: a paused job's slots are recorded paused.
@@ -145,7 +147,7 @@ class Scheduler(Steering, Backfilling):
         )
         self._heartbeat: Heartbeat | None = None
         self._control = ControlLoop(
-            backend, self._gate, self._registry, self._health, self._tasks, self._batcher, instance,
+            backend, self._gate, self._registry, self._health, self._tasks, self._batcher, instance, clock,
             run=run, stopping=self._is_stopping,
         )  # fmt: skip
         self._recovery = (
