@@ -8,7 +8,6 @@ batch sent at once and left waiting: the 10-minute NATS soak on nats-server
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -17,15 +16,7 @@ import pytest
 
 from anarchon import Claim, ClaimResult, MemoryBackend, MemoryStore, Scheduler, _batcher, hookimpl
 from anarchon._window import ClaimWindow
-
-
-async def wait_until(predicate: Any, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
-
+from anarchon_conformance import eventually
 
 # --- the window alone ---------------------------------------------------------------------------
 
@@ -132,12 +123,12 @@ async def test_a_stalled_backend_gets_a_bounded_number_of_claims_and_late_slots_
         s.add(name, "* * * * * *", lambda ctx: ran.update([(ctx.job.name, ctx.slot_ms)]), jitter_ms=0, max_late_ms=1500)
     await s.start()
     try:
-        await wait_until(lambda: s._batcher._window.waiting >= 4)  # four more seconds came due, unsent
+        await eventually(lambda: s._batcher._window.waiting >= 4)  # four more seconds came due, unsent
         assert backend.most_out == 3
         first_sent = {slot for _, slot in backend.sent}
         assert len(first_sent) == 1, f"only the first second's claims may be out, not {sorted(first_sent)}"
         backend.release.set()
-        await wait_until(lambda: len(skips.late) >= 6 and len(ran) >= 6)
+        await eventually(lambda: len(skips.late) >= 6 and len(ran) >= 6)
     finally:
         await s.stop()
     assert backend.most_out <= 3, f"{backend.most_out} claims were out at once"
@@ -162,7 +153,7 @@ async def test_batches_still_waiting_when_the_stop_begins_are_not_sent(monkeypat
     s = Scheduler(backend, instance_id="window-stop")
     s.add("job", "* * * * * *", lambda ctx: None, jitter_ms=0)
     await s.start()
-    await wait_until(lambda: s._batcher._window.waiting >= 2)
+    await eventually(lambda: s._batcher._window.waiting >= 2)
     (sent_before,) = backend.sent
     stopping = asyncio.ensure_future(s.stop(grace_ms=5000))
     while not s._stopping:

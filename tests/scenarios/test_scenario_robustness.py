@@ -5,20 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
 from anarchon import Capabilities, MemoryBackend, MemoryStore, RunStatus, Scheduler
 from anarchon._runner import STOP_BOUND_S
-
-
-async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
+from anarchon_conformance import eventually
 
 
 async def test_system_exit_in_a_job_is_recorded_failed_and_the_instance_goes_on() -> None:
@@ -82,7 +75,7 @@ async def test_a_job_that_stops_its_own_scheduler_leaves_it_fully_stopped() -> N
     s.add("stopper", "* * * * * *", stop_me, jitter_ms=0)
     await s.start()
     await asyncio.wait_for(stopped.wait(), 5)
-    await wait_until(lambda: not s.started)  # the stop ran to its end in a task of its own
+    await eventually(lambda: not s.started)  # the stop ran to its end in a task of its own
     (run,) = store.history("stopper", 10)
     assert run.status.final, f"the run that stopped the scheduler is still {run.status}"
     await s.start()  # and it can start and stop again
@@ -105,7 +98,7 @@ async def test_stop_is_bounded_when_a_job_ignores_cancellation(caplog: pytest.Lo
 
     s.add("stubborn", "* * * * * *", stubborn, jitter_ms=0)
     await s.start()
-    await wait_until(lambda: s._runner.active)
+    await eventually(lambda: s._runner.active)
     began = time.monotonic()
     await s.stop(grace_ms=100)
     took = time.monotonic() - began

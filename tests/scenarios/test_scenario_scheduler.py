@@ -30,6 +30,7 @@ from anarchon import (
     SystemClock,
     hookimpl,
 )
+from anarchon_conformance import eventually
 
 
 def now_ms() -> int:
@@ -124,21 +125,13 @@ class Broken:
         raise RuntimeError("observer bug")
 
 
-async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
-
-
 async def cut_between_runs(backend: FaultyBackend, store: MemoryStore) -> None:
     """Cut the backend once a run is recorded finished, before the next claim.
 
     A run cut off before its finish() keeps its lease, and by the lease rules the
     catch-up after the outage is then skipped for overlap with it.
     """
-    await wait_until(lambda: bool(store.history("job", 1)) and store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
+    await eventually(lambda: bool(store.history("job", 1)) and store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
     backend.cut = True
 
 
@@ -162,7 +155,7 @@ async def test_every_slot_runs_exactly_once_across_instances() -> None:
     for s in schedulers:
         await s.start()
     first = now_ms()
-    await wait_until(lambda: len({slot for job, slot, _ in runs if job == "tick"}) >= 4)
+    await eventually(lambda: len({slot for job, slot, _ in runs if job == "tick"}) >= 4)
     for s in schedulers:
         await s.stop()
     per_slot = Counter((job, slot) for job, slot, _ in runs if job != "sync")
@@ -246,7 +239,7 @@ async def test_overlap_skip_records_the_slot_once_as_skipped() -> None:
     await started.wait()
     skipped = await b.run_now("job")
     assert skipped.status is RunStatus.SKIPPED and skipped.manual
-    await wait_until(lambda: any(r.status is RunStatus.SKIPPED and not r.manual for r in store.history("job", 100)))
+    await eventually(lambda: any(r.status is RunStatus.SKIPPED and not r.manual for r in store.history("job", 100)))
     release.set()
     await a.stop()
     await b.stop()
@@ -270,7 +263,7 @@ async def test_a_runner_that_stops_renewing_is_taken_over_with_a_higher_fencing_
     a.add("job", "@yearly", job, lease_ms=300)
     await a.start()
     runner = asyncio.ensure_future(a.run_now("job"))
-    await wait_until(lambda: "a" in contexts)
+    await eventually(lambda: "a" in contexts)
     faulty.cut = True  # a can no longer renew: its local deadline passes, it must stop
     b = Scheduler(MemoryBackend(store), instance_id="b")
     b.add("job", "@yearly", job, lease_ms=300)
@@ -281,7 +274,7 @@ async def test_a_runner_that_stops_renewing_is_taken_over_with_a_higher_fencing_
     assert contexts["a"].lease_lost
     assert contexts["b"].attempt == 2 and contexts["b"].manual
     assert (contexts["b"].fencing or 0) > (contexts["a"].fencing or 0)
-    await wait_until(lambda: store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
+    await eventually(lambda: store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
     (record,) = store.history("job", 10)
     assert (record.instance, record.attempt) == ("b", 2)
     faulty.cut = False
@@ -304,7 +297,7 @@ async def test_catch_up_runs_the_newest_missed_slot_once_with_the_count() -> Non
         s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=500)
         s.add("never-ran", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=500)
     await asyncio.gather(*(s.start() for s in instances))
-    await wait_until(lambda: any(c.catch_up for c in ran))
+    await eventually(lambda: any(c.catch_up for c in ran))
     for s in instances:
         await s.stop()
     catch_ups = [c for c in ran if c.catch_up]
@@ -344,7 +337,7 @@ async def test_stop_hands_running_jobs_over_to_a_backup_at_once() -> None:
     await a.start()
     await b.start()
     runner = asyncio.ensure_future(a.run_now("job"))
-    await wait_until(lambda: bool(contexts))
+    await eventually(lambda: bool(contexts))
     stopped_at = time.monotonic()
     await a.stop(grace_ms=100)
     await asyncio.wait_for(backup_done.wait(), 5)
@@ -372,7 +365,7 @@ async def test_a_slot_reached_too_late_is_skipped_not_claimed() -> None:
     s.add("job", "* * * * * *", lambda: None, jitter_ms=0, max_late_ms=500)
     await s.start()
     clock.offset = 5_000  # the instance wakes 5 s after its slot, as after a long GC pause
-    await wait_until(lambda: ("skipped", "late") in recorder.events)
+    await eventually(lambda: ("skipped", "late") in recorder.events)
     await s.stop()
     late_slots = [e for e in recorder.events if e == ("skipped", "late")]
     assert late_slots
@@ -389,10 +382,10 @@ async def test_backend_outage_never_raises_and_catches_up_after() -> None:
     s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=0, max_late_ms=800)
     await s.start()
     await cut_between_runs(backend, store)
-    await wait_until(lambda: recorder.events.count(("lost", "unknown")) >= 2, timeout=10)
+    await eventually(lambda: recorder.events.count(("lost", "unknown")) >= 2, timeout_s=10)
     cut_runs = len(ran)
     backend.cut = False
-    await wait_until(lambda: any(c.catch_up for c in ran), timeout=10)
+    await eventually(lambda: any(c.catch_up for c in ran), timeout_s=10)
     await s.stop()
     assert recorder.kinds()["backend_error"] >= 1
     catch_up = next(c for c in ran if c.catch_up)
@@ -410,7 +403,7 @@ async def test_jobs_can_be_added_and_removed_while_running() -> None:
     s = Scheduler(MemoryBackend())
     async with s:
         s.add("late-comer", "* * * * * *", lambda: ran.append("late-comer"), jitter_ms=0)
-        await wait_until(lambda: "late-comer" in ran)
+        await eventually(lambda: "late-comer" in ran)
         s.remove("late-comer")
         count = len(ran)
         assert "late-comer" not in s.jobs
@@ -488,7 +481,7 @@ async def test_a_grant_answered_after_its_lease_is_handed_over_not_run() -> None
     asked = time.monotonic()
     with pytest.raises(Exception, match="lost the lease"):
         await late.run_now("job")
-    await wait_until(lambda: bool(ran), timeout=5)
+    await eventually(lambda: bool(ran), timeout_s=5)
     took = time.monotonic() - asked
     await backup.stop()
     assert [(c.instance, c.attempt) for c in ran] == [("backup", 1)], "the late grant ran, or ran beside the backup"
@@ -543,7 +536,7 @@ async def test_a_run_taken_over_by_its_own_instance_keeps_its_lease_after_the_st
     backend.release.set()  # attempt 1's finish() answers now: stale
     with pytest.raises(Exception, match="lost the lease"):
         await first
-    await wait_until(lambda: store.history("job", 1)[0].status is not RunStatus.RUNNING, timeout=5)
+    await eventually(lambda: store.history("job", 1)[0].status is not RunStatus.RUNNING, timeout_s=5)
     await a.stop()
     assert overlapped == [], f"attempts ran at the same time: {overlapped}"
     (record,) = store.history("job", 10)
@@ -632,11 +625,11 @@ async def test_a_slot_caught_up_after_an_outage_is_not_claimed_again_by_the_time
     s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=950, max_late_ms=5000)
     await s.start()
     await cut_between_runs(backend, store)
-    await wait_until(lambda: recorder.events.count(("lost", "unknown")) >= 2, timeout=10)
+    await eventually(lambda: recorder.events.count(("lost", "unknown")) >= 2, timeout_s=10)
     backend.cut = False
-    await wait_until(lambda: any(c.catch_up for c in ran), timeout=10)
+    await eventually(lambda: any(c.catch_up for c in ran), timeout_s=10)
     caught_up = next(c.slot_ms for c in ran if c.catch_up)
-    await wait_until(lambda: any(c.slot_ms > caught_up + 1000 for c in ran), timeout=10)
+    await eventually(lambda: any(c.slot_ms > caught_up + 1000 for c in ran), timeout_s=10)
     await s.stop()
     again = [slot for slot, catch_up in backend.claimed if slot == caught_up and not catch_up]
     assert again == [], f"slot {caught_up} was caught up and then claimed again as a plain slot"
@@ -660,7 +653,7 @@ async def test_a_run_that_supersedes_a_dead_run_counts_the_slots_it_covers() -> 
     s = Scheduler(Superseding(store))
     s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=0)
     await s.start()
-    await wait_until(lambda: bool(ran) and store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
+    await eventually(lambda: bool(ran) and store.history("job", 1)[0].status is RunStatus.SUCCEEDED)
     await s.stop()
     assert (ran[0].missed, ran[0].catch_up) == (3, False), "the dead run's slot, the skipped one and its own"
     assert store.history("job", 10)[-1].missed == 3
@@ -694,15 +687,15 @@ async def test_a_plain_claim_past_slots_nobody_decided_covers_them() -> None:
     s = Scheduler(backend)
     s.add("job", "* * * * * *", lambda ctx: ran.append(ctx), jitter_ms=0, max_late_ms=5000)
     await s.start()
-    await wait_until(lambda: bool(ran))
+    await eventually(lambda: bool(ran))
     backend.hold = True
-    await wait_until(lambda: len(backend.held) >= 2, timeout=5)
+    await eventually(lambda: len(backend.held) >= 2, timeout_s=5)
     backend.hold = False
     held = sorted(slot for slot, _ in backend.held)
-    await wait_until(lambda: any(c.slot_ms > held[-1] for c in ran), timeout=5)
+    await eventually(lambda: any(c.slot_ms > held[-1] for c in ran), timeout_s=5)
     for _, release in backend.held:
         release.set()
-    await wait_until(lambda: len(backend.late) == len(held), timeout=5)
+    await eventually(lambda: len(backend.late) == len(held), timeout_s=5)
     await s.stop()
     after = next(c for c in ran if c.slot_ms > held[-1])
     before = max(c.slot_ms for c in ran if c.slot_ms < held[0])
@@ -762,7 +755,7 @@ async def test_slots_due_together_past_a_part_are_claimed_in_parts_two_at_a_time
         s.add(f"j{i}", "* * * * * *", lambda ctx: ran.update([ctx.job.name]), jitter_ms=0)
     await s.start()
     try:
-        await wait_until(lambda: len(ran) == 2500)
+        await eventually(lambda: len(ran) == 2500)
     finally:
         await s.stop()
     burst = sizes[:3]

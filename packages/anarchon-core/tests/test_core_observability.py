@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,14 +11,7 @@ import pytest
 
 from anarchon import AnarchonError, Grant, Job, MemoryBackend, MemoryStore, RunContext, Scheduler, hookimpl
 from anarchon._runlog import INFO_LINES_PER_SECOND
-
-
-async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
+from anarchon_conformance import eventually
 
 
 class Events:
@@ -61,7 +53,7 @@ async def test_run_lines_carry_the_facts_as_fields(caplog: pytest.LogCaptureFixt
     s = Scheduler(MemoryBackend(), instance_id="web-1")
     s.add("report", "* * * * * *", boom, jitter_ms=0, timezone="Europe/Athens")
     async with s:
-        await wait_until(lambda: any(getattr(r, "status", None) == "failed" for r in caplog.records))
+        await eventually(lambda: any(getattr(r, "status", None) == "failed" for r in caplog.records))
     started = next(r for r in caplog.records if getattr(r, "status", None) == "running")
     failed = next(r for r in caplog.records if getattr(r, "status", None) == "failed")
     assert started.levelno == logging.INFO and started.name == "anarchon.runs"
@@ -82,7 +74,7 @@ async def test_the_info_log_stays_readable_at_scale(caplog: pytest.LogCaptureFix
     for i in range(100):
         s.add(f"j{i:03d}", "* * * * * *", lambda ctx: ran.append(ctx.slot_ms), jitter_ms=0)
     async with s:
-        await wait_until(lambda: any(r.getMessage().startswith("in the last second also") for r in caplog.records))
+        await eventually(lambda: any(r.getMessage().startswith("in the last second also") for r in caplog.records))
     run_lines = [r for r in caplog.records if r.name == "anarchon.runs" and hasattr(r, "status")]
     per_second: dict[int, int] = {}
     for r in run_lines:
@@ -104,7 +96,7 @@ async def test_a_lost_claim_is_never_logged_above_debug(caplog: pytest.LogCaptur
         s.add("tick", "* * * * * *", lambda: None, jitter_ms=0)
     for s in fleet:
         await s.start()
-    await wait_until(lambda: len(events.named("decided")) >= 3)
+    await eventually(lambda: len(events.named("decided")) >= 3)
     for s in fleet:
         await s.stop()
     claim_lines = [r for r in caplog.records if r.name == "anarchon.claims"]
@@ -117,7 +109,7 @@ async def test_hooks_carry_claim_latency_start_delay_and_the_end_of_every_run() 
     s = Scheduler(MemoryBackend(), plugins=[events])
     s.add("tick", "* * * * * *", lambda: None, jitter_ms=0)
     async with s:
-        await wait_until(lambda: len(events.named("ended")) >= 2)
+        await eventually(lambda: len(events.named("ended")) >= 2)
     decided = events.named("decided")
     assert decided and all(d["claims"] == 1 and d["won"] == 1 and d["latency_ms"] >= 0 for d in decided)
     started = events.named("started")
@@ -147,12 +139,12 @@ async def test_a_take_over_and_a_lost_lease_are_hooks() -> None:
     with pytest.raises(AnarchonError, match="lost the lease"):
         await stuck.run_now("slow")  # not started: no take-over loop of its own
     assert stuck_events.named("lease_lost")[0] == {"job": "slow", "reason": "another instance took the run over"}
-    await wait_until(lambda: events.named("taken_over"))
+    await eventually(lambda: events.named("taken_over"))
     assert events.named("taken_over")[0]["attempt"] == 2
-    await wait_until(lambda: events.named("started"))  # the run starts after the take-over is reported
+    await eventually(lambda: events.named("started"))  # the run starts after the take-over is reported
     assert events.named("started")[0]["delay_ms"] is None, "a take-over has no start delay"
     release.set()
-    await wait_until(lambda: events.named("ended"))
+    await eventually(lambda: events.named("ended"))
     assert events.named("ended")[0]["status"] == "succeeded"
     await backup.stop()
 

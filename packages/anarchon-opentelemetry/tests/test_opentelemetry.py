@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +13,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from anarchon import Scheduler
+from anarchon_conformance import eventually
 from anarchon_opentelemetry import OpenTelemetryObserver
-
-
-async def wait_until(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 def points(reader: InMemoryMetricReader, name: str) -> list[Any]:
@@ -56,7 +47,7 @@ async def test_a_span_per_run_and_per_claim_and_the_metrics(tmp_path: Path) -> N
         return [x for x in spans.get_finished_spans() if x.name == f"anarchon run {job}"]
 
     async with s:
-        await wait_until(lambda: len(run_spans("ok")) >= 2 and len(run_spans("bad")) >= 2)
+        await eventually(lambda: len(run_spans("ok")) >= 2 and len(run_spans("bad")) >= 2, 20)
     ok, bad = run_spans("ok")[0], run_spans("bad")[0]
     assert ok.attributes["anarchon.job"] == "ok" and ok.attributes["anarchon.instance"] == "otel-1"
     assert ok.attributes["anarchon.status"] == "succeeded" and ok.attributes["anarchon.attempt"] == 1

@@ -19,6 +19,7 @@ import pytest
 from anarchon.backend import Claim
 from anarchon.job import Job
 from anarchon.options import resolve_options
+from anarchon_conformance import eventually
 from anarchon_postgres import PostgresBackend
 
 DSN_ENV = "ANARCHON_POSTGRES_DSN"
@@ -102,15 +103,6 @@ def _make_claim(
     now_ms: int = 1_700_000_000_000,
 ) -> Claim:
     return Claim(job, slot_ms, instance, token or uuid.uuid4().hex, now_ms, manual=manual)
-
-
-async def _wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float = 10.0, poll: float = 0.02) -> None:
-    """Poll a time-based condition (lease expiry) with a deadline."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(poll)
 
 
 class TcpProxy:
@@ -208,4 +200,4 @@ def make_claim() -> Callable[..., Claim]:
 
 @pytest.fixture
 def wait_until() -> Callable[..., Awaitable[None]]:
-    return _wait_until
+    return eventually

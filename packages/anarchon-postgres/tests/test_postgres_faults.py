@@ -188,7 +188,7 @@ async def test_a_long_outage_hands_the_run_to_one_backup_and_the_owner_learns_it
     async def taken_over() -> bool:
         return any(b.won for b in backups)
 
-    await wait_until(taken_over, timeout=5)
+    await wait_until(taken_over, timeout_s=5)
     # While cut off, the owner's claim of the next slot is unknown, never a win;
     # a reachable instance decides the slot instead.
     with pytest.raises(Exception):  # noqa: B017, PT011 - any failure is an unknown answer

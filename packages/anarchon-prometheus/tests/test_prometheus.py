@@ -6,12 +6,12 @@ import asyncio
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from anarchon import Scheduler
+from anarchon_conformance import eventually
 from anarchon_conformance.fleet import Fleet
 from anarchon_prometheus import OTHER_JOBS, PrometheusMetrics
 
@@ -19,14 +19,6 @@ from anarchon_prometheus import OTHER_JOBS, PrometheusMetrics
 def value(registry: CollectorRegistry, name: str, **labels: str) -> float:
     found = registry.get_sample_value(name, labels)
     return 0.0 if found is None else found
-
-
-async def wait_until(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 def sqlite_url(tmp_path: Path) -> str:
@@ -46,7 +38,7 @@ async def test_runs_failures_skips_and_latencies_are_counted(tmp_path: Path) -> 
     s.add("bad", "* * * * * *", boom, jitter_ms=0)
     s.add("slow", "* * * * * *", lambda: release.wait(10), jitter_ms=0)  # skips the next slots for overlap
     async with s:
-        await wait_until(
+        await eventually(
             lambda: (
                 value(registry, "anarchon_runs_total", job="ok", status="succeeded") >= 2
                 and value(registry, "anarchon_runs_total", job="bad", status="failed") >= 2
@@ -94,8 +86,8 @@ def test_a_take_over_after_kill_9_is_counted(tmp_path: Path) -> None:
             s = Scheduler(url, instance_id="backup", plugins=[metrics])
             s.add("job-slow", "*/4 * * * * *", lambda: time.sleep(0.1), lease_ms=1500, jitter_ms=0)
             async with s:
-                await wait_until(lambda: value(registry, "anarchon_take_overs_total", job="job-slow") >= 1)
-                await wait_until(
+                await eventually(lambda: value(registry, "anarchon_take_overs_total", job="job-slow") >= 1, 20)
+                await eventually(
                     lambda: value(registry, "anarchon_runs_total", job="job-slow", status="succeeded") >= 1
                 )
 

@@ -9,7 +9,6 @@ finalizers even when a test fails.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import shutil
@@ -30,7 +29,7 @@ from redis.asyncio.cluster import RedisCluster
 from anarchon.backend import Claim
 from anarchon.job import Job
 from anarchon.options import resolve_options
-from anarchon_conformance import free_port
+from anarchon_conformance import eventually, free_port
 from anarchon_redis import RedisBackend
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
@@ -280,18 +279,6 @@ async def single(redis_url: str) -> AsyncIterator[Store]:
         await s.cleanup()
 
 
-async def wait_until(predicate: Callable[[], Any], deadline_s: float = 5.0, step_s: float = 0.02) -> Any:
-    """Poll an async predicate until it returns something truthy (for time-based lease expiry)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        value = await predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"condition not met within {deadline_s} s")
-        await asyncio.sleep(step_s)
-
-
 @pytest.fixture(name="make_job")
 def make_job_fixture() -> Callable[..., Job]:
     return make_job
@@ -304,4 +291,4 @@ def claim_fixture() -> Callable[..., Claim]:
 
 @pytest.fixture(name="wait_until")
 def wait_until_fixture() -> Callable[..., Any]:
-    return wait_until
+    return eventually

@@ -63,7 +63,7 @@ async def test_a_lost_hint_is_repaired_by_the_sweep(store, make_job, claim, wait
     finally:
         await raw.aclose()
     await asyncio.sleep(SHORT / 1000 + 0.05)
-    (taken,) = await wait_until(lambda: b.take_over([job], "b"), deadline_s=5)
+    (taken,) = await wait_until(lambda: b.take_over([job], "b"), timeout_s=5)
     assert taken.grant is not None
     assert taken.grant.attempt == 2
 

@@ -34,7 +34,7 @@ async def test_the_first_take_over_after_a_death_checks_every_job(store, make_jo
         async def a_reported_dead() -> bool:
             return "a" in (await heart_b.beat("b", TTL_MS)).dead
 
-        await wait_until(a_reported_dead, deadline_s=10)
+        await wait_until(a_reported_dead, timeout_s=10)
         (result,) = await b.take_over(jobs, "b")
         assert result.outcome is Outcome.WON and result.grant is not None
         assert (result.grant.job, result.grant.instance, result.grant.attempt) == ("j37", "b", 2)

@@ -6,7 +6,6 @@ Helpers are handed out as fixtures because pytest imports test modules with
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,6 +16,7 @@ import pytest
 
 from anarchon.backend import Claim
 from anarchon.job import Job
+from anarchon_conformance import eventually
 from anarchon_sqlite import SQLiteBackend
 
 WORKER = Path(__file__).with_name("sqlite_worker.py")
@@ -50,16 +50,6 @@ def _make_claim(
     )
 
 
-async def _wait_until(check: Callable[[], Awaitable[Any]], timeout_s: float = 5.0) -> Any:
-    """Poll ``check`` until it returns something truthy (or the deadline passes); for lease expiry."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = await check()
-        if result or time.monotonic() > deadline:
-            return result
-        await asyncio.sleep(0.02)
-
-
 @pytest.fixture
 def make_job() -> Callable[..., Job]:
     """``make_job(name, cron, **options)``: a job resolved for SQLite as ``Scheduler.add()`` would."""
@@ -74,7 +64,7 @@ def make_claim() -> Callable[..., Claim]:
 
 @pytest.fixture
 def wait_until() -> Callable[..., Awaitable[Any]]:
-    return _wait_until
+    return eventually
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._claim import ClaimTests
     from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
     from ._fleet_tests import FleetTests
-    from ._harness import BackendFactory, Conformance, Instance, eventually
+    from ._harness import BackendFactory, Conformance, Instance
     from ._history import HISTORY_SLACK, HistoryTests
     from ._jobs import EVERY_SECOND, finished_run, make_job, unique_name
     from ._lease import LEASE_MS, LeaseTests
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._robust import HistoryLimitTests, PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
     from ._scheduler import SchedulerTests
     from ._suite import BackendSuite
+    from .testing import eventually, make_claim
 
 __all__ = [
     "EVERY_SECOND",
@@ -66,6 +67,7 @@ __all__ = [
     "finished_run",
     "free_port",
     "gated",
+    "make_claim",
     "make_job",
     "requires",
     "unique_name",
@@ -84,7 +86,8 @@ _HOME = {
     "BackendFactory": "_harness",
     "Conformance": "_harness",
     "Instance": "_harness",
-    "eventually": "_harness",
+    "eventually": "testing",
+    "make_claim": "testing",
     "HISTORY_SLACK": "_history",
     "HistoryTests": "_history",
     "EVERY_SECOND": "_jobs",

@@ -19,9 +19,10 @@ from anarchon.errors import UnsupportedOperationError
 from anarchon.run import RunStatus
 
 from ._base import SuiteBase
-from ._harness import Conformance, eventually
+from ._harness import Conformance
 from ._jobs import unique_name
 from ._requires import gated
+from .testing import eventually
 
 __all__ = ["PauseRefusalTests", "PauseTests", "TriggerRefusalTests", "TriggerTests"]
 

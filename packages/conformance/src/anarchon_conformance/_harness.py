@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from anarchon.backend import Backend, Capabilities, Claim, ClaimResult, Grant, LeaseBackend
@@ -19,26 +18,16 @@ from anarchon.liveness import Beat, Heart
 from anarchon.run import Run, RunStatus
 
 from ._jobs import finished_run, make_job, now_ms, unique_name
+from .testing import eventually
 
 if TYPE_CHECKING:
     from anarchon.scheduler import Scheduler
 
-__all__ = ["BackendFactory", "Conformance", "Instance", "eventually"]
+__all__ = ["BackendFactory", "Conformance", "Instance"]
 
 #: What ``backend_factory`` returns: each call is a fresh, unstarted backend
 #: object on the test's one store and namespace.
 BackendFactory = Callable[[], Backend]
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]], *, timeout_s: float, what: str, interval_s: float = 0.05
-) -> None:
-    """Poll ``check`` until it holds; for time-based things such as lease expiry."""
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: still not true after {timeout_s:.1f} s")
-        await asyncio.sleep(interval_s)
 
 
 class Instance:

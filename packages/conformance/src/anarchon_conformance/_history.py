@@ -9,9 +9,10 @@ import pytest
 from anarchon.run import Run, RunStatus, ms_to_datetime
 
 from ._base import SuiteBase
-from ._harness import Conformance, eventually
+from ._harness import Conformance
 from ._jobs import finished_run, now_ms
 from ._requires import requires
+from .testing import eventually
 
 __all__ = ["HISTORY_SLACK", "HistoryTests"]
 

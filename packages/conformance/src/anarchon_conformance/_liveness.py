@@ -18,8 +18,9 @@ from anarchon.job import Job
 from anarchon.run import RunStatus
 
 from ._base import SuiteBase
-from ._harness import Conformance, Instance, eventually
+from ._harness import Conformance, Instance
 from ._requires import gated
+from .testing import eventually
 
 __all__ = ["TTL_MS", "LivenessTests"]
 

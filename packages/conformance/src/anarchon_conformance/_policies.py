@@ -21,10 +21,11 @@ from anarchon.context import RunContext
 from anarchon.run import RunStatus
 
 from ._base import SuiteBase
-from ._harness import Conformance, eventually
+from ._harness import Conformance
 from ._jobs import EVERY_SECOND, now_ms, unique_name
 from ._lease import _won
 from ._requires import requires
+from .testing import eventually
 
 __all__ = ["PolicyTests"]
 

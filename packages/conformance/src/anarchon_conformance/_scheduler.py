@@ -16,9 +16,10 @@ from anarchon.context import RunContext
 from anarchon.run import RunStatus
 
 from ._base import SuiteBase
-from ._harness import Conformance, eventually
+from ._harness import Conformance
 from ._jobs import unique_name
 from ._requires import requires
+from .testing import eventually
 
 __all__ = ["SchedulerTests"]
 

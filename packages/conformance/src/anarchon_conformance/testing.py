@@ -1,0 +1,78 @@
+"""Helpers for tests of anarchon and of its backends, public so every test suite uses the same ones.
+
+* :func:`eventually` — await a condition that time will make true (a lease
+  expiring, a run recorded), with a deadline and a message naming it;
+* :func:`make_job` — a job built exactly as ``Scheduler.add()`` builds it;
+* :func:`make_claim` — a claim of one slot, as the scheduler would send it;
+* :func:`free_port` — a loopback port for a private server.
+
+The core's tests, every backend's, the conformance suite, the fault suite and
+the benchmarks import these instead of keeping copies of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from anarchon.claims import Claim
+from anarchon.job import Job
+
+from ._jobs import EVERY_SECOND, finished_run, make_job, now_ms, unique_name
+from ._ports import free_port
+
+__all__ = ["EVERY_SECOND", "eventually", "finished_run", "free_port", "make_claim", "make_job", "now_ms", "unique_name"]
+
+
+async def eventually(
+    check: Callable[[], Any],
+    timeout_s: float = 10.0,
+    *,
+    what: str = "the condition",
+    interval_s: float = 0.02,
+) -> Any:
+    """Call ``check`` (plain or ``async``) until it returns something truthy, and return that.
+
+    For what time makes true (a lease expiring, a record arriving): a check
+    that is still false after ``timeout_s`` seconds fails the test with an
+    :class:`AssertionError` naming ``what``. Where the code under test can set
+    an event, await the event instead.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: still not true after {timeout_s:.1f} s")
+        await asyncio.sleep(interval_s)
+
+
+def make_claim(
+    job: Job,
+    slot_ms: int,
+    instance: str = "i1",
+    *,
+    token: str | None = None,
+    now_ms: int | None = None,
+    **fields: Any,
+) -> Claim:
+    """A claim of ``job``'s slot by ``instance``, with a fresh token and the clock now, as the batcher makes one.
+
+    ``fields`` sets the rest of :class:`~anarchon.claims.Claim` (``manual``,
+    ``catch_up``, ``missed``).
+    """
+    return Claim(
+        job=job,  # type: ignore[arg-type]  # a Job is split into name and spec (Claim.__post_init__)
+        slot_ms=slot_ms,
+        instance=instance,
+        token=token or uuid.uuid4().hex,
+        now_ms=now_ms if now_ms is not None else time.time_ns() // 1_000_000,
+        **fields,
+    )
