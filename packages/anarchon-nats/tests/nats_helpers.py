@@ -21,7 +21,7 @@ import nats
 from nats.js import JetStreamContext
 
 from anarchon.job import Job
-from anarchon_conformance import free_port
+from anarchon_conformance import free_port, testing
 from anarchon_nats import NatsBackend
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
@@ -30,7 +30,7 @@ NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
 def make_job(name: str = "sync", backend: type[NatsBackend] | NatsBackend = NatsBackend, **options: Any) -> Job:
     """A job whose options went through the backend's own resolution, as Scheduler.add does."""
     b = backend if isinstance(backend, NatsBackend) else NatsBackend()
-    return Job(name, "* * * * * *", lambda: None, options=b.job_options(name, options))
+    return testing.make_job(b, name, testing.EVERY_SECOND, **options)
 
 
 def token() -> str:

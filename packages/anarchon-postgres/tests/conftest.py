@@ -18,8 +18,7 @@ import pytest
 
 from anarchon.backend import Claim
 from anarchon.job import Job
-from anarchon.options import resolve_options
-from anarchon_conformance import eventually
+from anarchon_conformance import eventually, testing
 from anarchon_postgres import PostgresBackend
 
 DSN_ENV = "ANARCHON_POSTGRES_DSN"
@@ -89,8 +88,7 @@ async def backend(make_backend: BackendFactory) -> PostgresBackend:
 
 
 def _make_job(name: str = "job", **options: Any) -> Job:
-    opts = resolve_options(name, options, PostgresBackend.capabilities, PostgresBackend.name)
-    return Job(name, "* * * * * *", lambda: None, options=opts)
+    return testing.make_job(PostgresBackend(), name, testing.EVERY_SECOND, **options)
 
 
 def _make_claim(
@@ -102,7 +100,7 @@ def _make_claim(
     manual: bool = False,
     now_ms: int = 1_700_000_000_000,
 ) -> Claim:
-    return Claim(job, slot_ms, instance, token or uuid.uuid4().hex, now_ms, manual=manual)
+    return testing.make_claim(job, slot_ms, instance, token=token, now_ms=now_ms, manual=manual)
 
 
 class TcpProxy:

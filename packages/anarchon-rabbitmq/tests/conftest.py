@@ -25,7 +25,7 @@ from pamqp import frame as amqp_frame
 
 from anarchon.backend import Claim
 from anarchon.job import Job
-from anarchon.options import resolve_options
+from anarchon_conformance import testing
 from anarchon_rabbitmq import RabbitMQBackend
 
 RABBIT_URL = os.environ.get("ANARCHON_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/")
@@ -142,8 +142,7 @@ async def make_backend(rabbit_url: str, prefix: str) -> AsyncIterator[Make]:
 
 
 def make_job(name: str = "sync", cron: str = "* * * * * *", **options: Any) -> Job:
-    opts = resolve_options(name, options, RabbitMQBackend.capabilities, RabbitMQBackend.name)
-    return Job(name, cron, lambda: None, options=opts)
+    return testing.make_job(RabbitMQBackend(), name, cron, **options)
 
 
 @pytest.fixture
@@ -152,14 +151,7 @@ def job() -> Callable[..., Job]:
 
 
 def claim_of(job: Job, slot_ms: int, instance: str = "i1", *, token: str | None = None, manual: bool = False) -> Claim:
-    return Claim(
-        job=job,
-        slot_ms=slot_ms,
-        instance=instance,
-        token=token or uuid.uuid4().hex,
-        now_ms=slot_ms,
-        manual=manual,
-    )
+    return testing.make_claim(job, slot_ms, instance, token=token, now_ms=slot_ms, manual=manual)
 
 
 @pytest.fixture

@@ -28,8 +28,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from anarchon.backend import Claim
 from anarchon.job import Job
-from anarchon.options import resolve_options
-from anarchon_conformance import eventually, free_port
+from anarchon_conformance import eventually, free_port, testing
 from anarchon_redis import RedisBackend
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
@@ -210,22 +209,13 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory, redis_binaries: None, 
 
 
 def make_job(name: str = "sync", cron: str = "* * * * * *", **options: Any) -> Job:
-    return Job(
-        name, cron, lambda: None, options=resolve_options(name, options, RedisBackend.capabilities, RedisBackend.name)
-    )
+    return testing.make_job(RedisBackend(), name, cron, **options)
 
 
 def claim(
     job: Job, slot_ms: int, instance: str = "a", token: str | None = None, *, now_ms: int | None = None, **kw: Any
 ) -> Claim:
-    return Claim(
-        job=job,
-        slot_ms=slot_ms,
-        instance=instance,
-        token=token or uuid.uuid4().hex,
-        now_ms=now_ms if now_ms is not None else int(time.time() * 1000),
-        **kw,
-    )
+    return testing.make_claim(job, slot_ms, instance, token=token, now_ms=now_ms, **kw)
 
 
 class Store:

@@ -6,8 +6,6 @@ Helpers are handed out as fixtures because pytest imports test modules with
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,15 +14,14 @@ import pytest
 
 from anarchon.backend import Claim
 from anarchon.job import Job
-from anarchon_conformance import eventually
+from anarchon_conformance import eventually, testing
 from anarchon_sqlite import SQLiteBackend
 
 WORKER = Path(__file__).with_name("sqlite_worker.py")
 
 
 def _make_job(name: str = "job", cron: str = "* * * * * *", **options: Any) -> Job:
-    opts = SQLiteBackend("unused.sqlite3").job_options(name, options)
-    return Job(name, cron, lambda: None, options=opts)
+    return testing.make_job(SQLiteBackend("unused.sqlite3"), name, cron, **options)
 
 
 def _make_claim(
@@ -38,15 +35,8 @@ def _make_claim(
     catch_up: bool = False,
     missed: int = 0,
 ) -> Claim:
-    return Claim(
-        job=job,
-        slot_ms=slot_ms,
-        instance=instance,
-        token=token or uuid.uuid4().hex,
-        now_ms=time.time_ns() // 1_000_000 if now_ms is None else now_ms,
-        manual=manual,
-        catch_up=catch_up,
-        missed=missed,
+    return testing.make_claim(
+        job, slot_ms, instance, token=token, now_ms=now_ms, manual=manual, catch_up=catch_up, missed=missed
     )
 
 

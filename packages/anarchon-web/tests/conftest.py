@@ -23,6 +23,7 @@ import pytest
 
 from anarchon import Backend, Job, MemoryBackend, MemoryStore, RunStatus
 from anarchon.backend import Claim, Grant
+from anarchon_conformance import testing
 
 MINUTE = 60_000
 
@@ -119,12 +120,11 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 def make_job(backend: Backend, name: str = "ledger", cron: str = "* * * * *", **options: Any) -> Job:
-    return Job(name, cron, lambda: None, backend.job_options(name, options))
+    return testing.make_job(backend, name, cron, **options)
 
 
 def claim(job: Job, slot_ms: int, instance: str = "i1", **kw: Any) -> Claim:
-    return Claim(job=job, slot_ms=slot_ms, instance=instance, token=uuid.uuid4().hex,
-                 now_ms=time.time_ns() // 1_000_000, **kw)  # fmt: skip
+    return testing.make_claim(job, slot_ms, instance, **kw)
 
 
 async def finish(backend: Backend, grant: Grant | None, status: RunStatus, error: str | None = None,
