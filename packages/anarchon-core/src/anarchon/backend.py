@@ -1,5 +1,9 @@
 """The backend contract: what a referee between instances must do.
 
+``docs/protocol.md`` states this contract in prose, with its reasons, the
+lease trust window as a formula, a run record's states and what the model
+checks; below are the rules a backend implements, method by method.
+
 A backend object belongs to one scheduler (one *instance*); several backend
 objects pointed at one store are several instances racing. Two tiers exist,
 and the tier is the backend's type (``capabilities.lease`` must agree with it,
