@@ -2,7 +2,7 @@
 
 ``python benchmarks/postgres_heartbeat.py cost [SECONDS] [INSTANCES]`` beats
 as ``INSTANCES`` instances (default 1) through the scheduler's own heartbeat
-thread (:class:`anarchon._heartbeat.Heartbeat`, the defaults: every 250 ms,
+thread (:class:`anarchon.heartbeat.Heartbeat`, the defaults: every 250 ms,
 TTL 1.5 s) into a private database it creates and drops, for ``SECONDS``
 (default 60), and prints the transactions the database committed
 (``pg_stat_database.xact_commit``; nothing else uses it), the CPU of the
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import asyncpg
 
-from anarchon._heartbeat import Heartbeat
+from anarchon.heartbeat import Heartbeat
 from anarchon_conformance.fleet import Fleet
 from anarchon_postgres import PostgresBackend
 

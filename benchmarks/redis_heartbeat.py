@@ -2,7 +2,7 @@
 
 ``python benchmarks/redis_heartbeat.py [SECONDS] [INSTANCES]`` starts its own
 ``redis-server`` on a free port (no persistence), runs the scheduler's own
-:class:`anarchon._heartbeat.Heartbeat` for ``INSTANCES`` instances (default 1)
+:class:`anarchon.heartbeat.Heartbeat` for ``INSTANCES`` instances (default 1)
 in this process for ``SECONDS`` (default 60), with the default period and TTL,
 and prints: commands per second the server executed for them (``INFO
 commandstats`` before and after: the ``EVALSHA`` and the commands inside the
@@ -24,7 +24,7 @@ import uuid
 import redis
 from redis_kill9 import _server  # the same private redis-server
 
-from anarchon._heartbeat import Heartbeat
+from anarchon.heartbeat import Heartbeat
 from anarchon.liveness import HEARTBEAT_MS, LIVENESS_TTL_MS
 from anarchon_conformance import free_port
 from anarchon_redis import RedisBackend

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from anarchon import MemoryBackend, MemoryStore, RunContext, RunStatus, Scheduler, hookimpl
-from anarchon._heartbeat import Heartbeat
+from anarchon.heartbeat import Heartbeat
 from anarchon.liveness import LIVENESS_TTL_MS
 
 

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from anarchon import AnarchonDeprecationWarning, Capabilities, InvalidJobError, MemoryBackend, Scheduler
-from anarchon._errortext import ERROR_TEXT_LIMIT, clean_text, error_text
 from anarchon._identity import check_instance_id, default_instance_id
-from anarchon._records import decode_run, reset_skipped, skipped_records
+from anarchon.errortext import ERROR_TEXT_LIMIT, clean_text, error_text
 from anarchon.options import INT_BOUNDS, MAX_HISTORY_SIZE, check_history_limit
+from anarchon.records import decode_run, reset_skipped, skipped_records
 from anarchon.run import RunStatus
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 
 from anarchon import Beat, Heart, MemoryBackend, MemoryStore
-from anarchon._heartbeat import Heartbeat
+from anarchon.heartbeat import Heartbeat
 
 PERIOD_MS, TTL_MS = 50, 300
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ._errortext import error_text
 from .backend import Backend
+from .errortext import error_text
 from .observers import Observers
 
 __all__ = ["BackendHealth", "error_text"]

@@ -14,7 +14,6 @@ import logging
 
 from ._active import ActiveRun, ActiveRuns
 from ._health import BackendHealth, error_text
-from ._heartbeat import Heartbeat
 from ._invoke import JobInvoker
 from ._keeper import LeaseKeeper, held_until, lose_lease
 from ._retry import invoke_with_retries
@@ -22,6 +21,7 @@ from ._runlog import RunLog
 from .backend import Backend, Grant, LeaseBackend
 from .clock import Clock
 from .context import RunContext
+from .heartbeat import Heartbeat
 from .job import Job
 from .observers import Observers
 from .run import Run, RunStatus, ms_to_datetime

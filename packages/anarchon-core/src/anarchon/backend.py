@@ -87,6 +87,13 @@ Steering the fleet (optional, each behind a capability; see :mod:`anarchon.contr
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
 recover its connection by itself on a later call.
+
+The kit: besides the types above, a backend reads and writes records with
+:func:`decode_run` and :func:`read_runs` (one tolerant reader: a foreign or
+broken record is skipped, logged once and counted, never fatal), :func:`skip`
+(count a record it skipped itself) and :func:`clean_text` (an error text
+bounded and storable anywhere). They live in :mod:`anarchon.records` and
+:mod:`anarchon.errortext`; a backend imports nothing private of the core.
 """
 
 from __future__ import annotations
@@ -100,12 +107,16 @@ from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome
 from .control import PauseState, RunRequest
 from .errors import UnsupportedOperationError
+from .errortext import ERROR_TEXT_LIMIT, clean_text, error_text
 from .job import Job
 from .liveness import Heart
 from .options import JobOptions, resolve_options
+from .records import RecordError, decode_run, read_runs, skip
 from .run import Run
 
+#: The kit a backend is written with: everything here is public and stays so.
 __all__ = [
+    "ERROR_TEXT_LIMIT",
     "Backend",
     "Capabilities",
     "Claim",
@@ -113,6 +124,12 @@ __all__ = [
     "Grant",
     "LeaseBackend",
     "Outcome",
+    "RecordError",
+    "clean_text",
+    "decode_run",
+    "error_text",
+    "read_runs",
+    "skip",
 ]
 
 

@@ -33,7 +33,6 @@ from ._batcher import ClaimBatcher
 from ._build import build_job
 from ._control_loop import ControlLoop
 from ._health import BackendHealth, error_text
-from ._heartbeat import Heartbeat
 from ._identity import check_instance_id, default_instance_id
 from ._keeper import LeaseKeeper
 from ._pausegate import PauseGate
@@ -50,6 +49,7 @@ from .backend import Backend, LeaseBackend, Outcome
 from .clock import Clock, SystemClock
 from .context import JobFunc
 from .errors import AnarchonError, BackendUnavailableError
+from .heartbeat import Heartbeat
 from .job import Job
 from .observers import Observers
 from .options import check_job_name

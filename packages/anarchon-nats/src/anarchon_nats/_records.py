@@ -12,9 +12,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from anarchon._errortext import clean_text
-from anarchon._records import decode_run, skip
 from anarchon.backend import Claim, Grant
+from anarchon.errortext import clean_text
+from anarchon.records import decode_run, skip
 from anarchon.run import Run, RunStatus
 
 __all__ = ["ClaimRecord", "decode_claim", "encode_claim", "encode_result", "join_history"]

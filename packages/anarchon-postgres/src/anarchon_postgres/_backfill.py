@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import asyncpg  # type: ignore[import-untyped]
 
-from anarchon._records import decode_run
 from anarchon.backend import Claim, ClaimResult, Outcome
+from anarchon.records import decode_run
 from anarchon.run import RunStatus, datetime_to_ms, ms_to_datetime
 
 from ._schema import render_sql

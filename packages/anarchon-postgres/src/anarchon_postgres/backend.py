@@ -10,13 +10,13 @@ from urllib.parse import parse_qsl, urlsplit
 
 import asyncpg  # type: ignore[import-untyped]
 
-from anarchon._errortext import clean_text
-from anarchon._records import decode_run, read_runs
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError
+from anarchon.errortext import clean_text
 from anarchon.liveness import Heart
 from anarchon.options import check_history_limit
+from anarchon.records import decode_run, read_runs
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
 from ._backfill import BackfillStatements, backfill_one

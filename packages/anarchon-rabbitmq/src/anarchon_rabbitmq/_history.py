@@ -25,8 +25,8 @@ import aio_pika.abc
 from aiormq.abc import DeliveredMessage
 from aiormq.exceptions import ChannelNotFoundEntity
 
-from anarchon._errortext import clean_text
-from anarchon._records import decode_run, skip
+from anarchon.errortext import clean_text
+from anarchon.records import decode_run, skip
 from anarchon.run import Run, RunStatus
 
 __all__ = [

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from anarchon._errortext import clean_text
-from anarchon._records import decode_run
 from anarchon.backend import Grant
+from anarchon.errortext import clean_text
+from anarchon.records import decode_run
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
 __all__ = ["final_record", "grant_of", "history_run", "run_of", "text"]

@@ -37,13 +37,13 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
-from anarchon._records import read_runs
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError
 from anarchon.job import Job
 from anarchon.liveness import Heart
 from anarchon.options import check_history_limit
+from anarchon.records import read_runs
 from anarchon.run import Run
 from anarchon.urls import redact_url
 

@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, TypeVar
 
-from anarchon._errortext import clean_text
-from anarchon._records import decode_run
 from anarchon.backend import Claim, ClaimResult, Grant, Outcome
+from anarchon.errortext import clean_text
+from anarchon.records import decode_run
 from anarchon.run import Run, RunStatus
 
 if TYPE_CHECKING:

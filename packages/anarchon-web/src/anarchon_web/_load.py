@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from anarchon import Scheduler
-from anarchon.cli._common import UsageError, load_scheduler  # not anarchon.cli: it imports this package
+from anarchon.cli import UsageError, load_scheduler
 
 __all__ = ["UsageError", "load_scheduler", "parse_job"]
 

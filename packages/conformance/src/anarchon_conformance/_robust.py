@@ -9,7 +9,7 @@ are whatever a job raised. A backend must therefore:
   write into its store behind the backend's back; without that fixture the
   test is skipped and says so;
 * store a final record whatever the error text holds (NUL, a lone surrogate,
-  megabytes): ``finish()`` passes it through :func:`anarchon._errortext.clean_text`
+  megabytes): ``finish()`` passes it through :func:`anarchon.errortext.clean_text`
   or stores it as it is, but never fails or leaves the run ``running``;
 * hold the largest value ``add()`` accepts for every option;
 * end every run it granted recorded in a final status, for random error

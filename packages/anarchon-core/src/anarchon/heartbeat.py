@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable, Mapping
 
 from ._active import ActiveRuns
-from ._errortext import error_text
 from ._health import BackendHealth
 from ._keeper import lose_lease
 from .backend import Grant, LeaseBackend
+from .errortext import error_text
 from .liveness import HEARTBEAT_MS, LIVENESS_TTL_MS, Heart
 from .observers import Observers
 

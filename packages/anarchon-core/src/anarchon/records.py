@@ -12,6 +12,8 @@ A record is JSON text (or bytes) or a mapping with the fields of
 :class:`~anarchon.run.Run`: ``slot_ms``, ``status``, ``instance`` required;
 ``started_at``/``finished_at`` as a ``datetime``, ISO text or epoch
 milliseconds. Backends with other field names rename them before calling.
+
+Public, for backends (re-exported by :mod:`anarchon.backend`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
-from ._errortext import clean_text
+from .errortext import clean_text
 from .run import Run, RunStatus
 
 __all__ = ["RecordError", "decode_run", "read_runs", "reset_skipped", "skip", "skipped_records"]
