@@ -7,6 +7,9 @@ observer that is silently never called.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Protocol
+
 from .backend import Backend
 from .context import RunContext
 from .hookspecs import (
@@ -27,8 +30,19 @@ from .hookspecs import (
     anarchon_slot_skipped,
 )
 from .job import Job
-from .plugins import PluginManager
 from .run import Run
+
+
+class Notifier(Protocol):
+    """What observers need of :class:`anarchon.plugins.PluginManager`: calling a hook's implementations.
+
+    A protocol, so the parts that notify (every part, through
+    :class:`~anarchon._health.BackendHealth`) do not sit above the plugin
+    manager and, through it, the memory backend it registers.
+    """
+
+    def notify(self, hook: Callable[..., None], **kwargs: Any) -> None: ...
+
 
 __all__ = ["Observers"]
 
@@ -36,7 +50,7 @@ __all__ = ["Observers"]
 class Observers:
     """The observer hooks of one scheduler; an observer that raises is logged and skipped."""
 
-    def __init__(self, plugins: PluginManager, scheduler: Scheduler) -> None:
+    def __init__(self, plugins: Notifier, scheduler: Scheduler) -> None:
         self._plugins = plugins
         self._scheduler = scheduler
 
