@@ -44,17 +44,14 @@ class SystemClock:
         return "SystemClock()"
 
 
-class SkewedClock:
-    """The system clock off by ``offset_ms`` (positive: runs ahead)."""
+class SkewedClock(SystemClock):
+    """The system clock off by ``offset_ms`` (positive: runs ahead); durations are the system's."""
 
     def __init__(self, offset_ms: int) -> None:
         self.offset_ms = offset_ms
 
     def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000 + self.offset_ms
-
-    def monotonic(self) -> float:
-        return time.monotonic()
+        return super().now_ms() + self.offset_ms
 
     def __repr__(self) -> str:
         return f"SkewedClock(offset_ms={self.offset_ms})"

@@ -23,6 +23,7 @@ from anarchon.claims import Claim
 from anarchon.job import Job
 
 from ._jobs import EVERY_SECOND, finished_run, make_job, now_ms, unique_name
+from ._jobs import now_ms as clock_now_ms  # make_claim's parameter of that name shadows it
 from ._ports import free_port
 
 __all__ = ["EVERY_SECOND", "eventually", "finished_run", "free_port", "make_claim", "make_job", "now_ms", "unique_name"]
@@ -73,6 +74,6 @@ def make_claim(
         slot_ms=slot_ms,
         instance=instance,
         token=token or uuid.uuid4().hex,
-        now_ms=now_ms if now_ms is not None else time.time_ns() // 1_000_000,
+        now_ms=now_ms if now_ms is not None else clock_now_ms(),
         **fields,
     )
