@@ -3,10 +3,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-PACKAGES := anarchon-core anarchon conformance anarchon-sqlite anarchon-redis anarchon-postgres anarchon-rabbitmq anarchon-nats anarchon-prometheus anarchon-opentelemetry anarchon-web
+# Every distribution under packages/ (a backend's folder brings its own; see packages/*/backend.toml).
+PACKAGES := $(patsubst packages/%/pyproject.toml,%,$(wildcard packages/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 
-.PHONY: dev demo demo-web test lint docs docs-build chaos chaos-short chaos-failover bench model clean
+.PHONY: dev demo demo-web test test-docker services-docker services-docker-down template-check generate lint docs docs-build chaos chaos-short chaos-failover bench model clean
 
 dev: $(STAMP)
 
@@ -45,7 +46,34 @@ chaos-failover: dev
 bench: dev
 	$(BIN)/python -m benchmarks
 
+# Every backend's tests against servers pytest starts in Docker (pytest-docker,
+# docker-compose.yml; CONTRIBUTING "With Docker"). The ANARCHON_* variables are
+# unset so that the containers, not the loopback servers, serve each step.
+# Recursive (=): read from the manifests only when test-docker runs, not on every make call.
+DOCKER_STEPS = $(shell python3 scripts/backends.py services | cut -f1 | paste -sd, -)
+test-docker: dev
+	run=$$$$; env $(foreach v,$(shell python3 scripts/backends.py env-names),-u $(v)) ANARCHON_DOCKER_RUN=$$run \
+	  ANARCHON_STEPS=$${ANARCHON_STEPS:-$(DOCKER_STEPS)} bash scripts/test-matrix.sh -p scripts.docker_services; \
+	  rc=$$?; bash scripts/docker-sweep.sh $$run && exit $$rc
+
+# The same servers left running for you: eval "$$(make -s services-docker)" exports their URLs.
+services-docker: dev
+	$(BIN)/python -m scripts.docker_services up
+
+services-docker-down: dev
+	$(BIN)/python -m scripts.docker_services down
+
+# The backend template (examples/backend-template) out of the tree, against anarchon-core and
+# anarchon-conformance only, as a third party installs it.
+template-check:
+	bash scripts/template-check.sh
+
+# Rewrite what is made from the backends' manifests (packages/*/backend.toml); lint fails when stale.
+generate:
+	python3 scripts/backends.py generate
+
 lint: dev
+	python3 scripts/backends.py check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

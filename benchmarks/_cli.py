@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from scripts.report import BENCHMARK_INTRO, write_section
+
 from . import backends
 from ._burst import burst
 from ._claims import contended, overhead
@@ -198,6 +200,20 @@ def _long_phases(target: Target, args: argparse.Namespace, result: LongResult) -
             result.errors[f"cleanup {ns}"] = f"{type(exc).__name__}: {exc}"
 
 
+#: The sections of benchmarks/results/REPORT.md, by the run's kind.
+LABELS = {
+    "standard": "Every phase, every backend (`python -m benchmarks`)",
+    "claims": "Claims only (`--only claims`)",
+    "burst": "A burst of slots (`--burst`)",
+    "many": "Many jobs (`--many`)",
+    "soak": "Soak (`--soak`)",
+}
+
+
+def _label(stem: str) -> str:
+    return LABELS.get(stem, f"`{stem}`")
+
+
 def _main_long(args: argparse.Namespace, info: dict[str, str], shown: str) -> None:
     results = []
     for name in args.backend_list:
@@ -207,12 +223,12 @@ def _main_long(args: argparse.Namespace, info: dict[str, str], shown: str) -> No
             print(f"  skipped: {result.skipped}")
         results.append(result)
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = "-".join(args.long_modes)  # one current report per benchmark; git keeps the older
+    stem = "-".join(args.long_modes)  # its section of the one current report; git keeps the older
     chart_path = args.out / f"{stem}.png"
     drawn = soak_chart(results, chart_path)
     page = long_markdown(info, results, shown, chart_path.name if drawn else None)
-    report = args.out / f"{stem}.md"
-    report.write_text(page)
+    report = args.out / "REPORT.md"
+    write_section(report, stem, _label(stem), page, BENCHMARK_INTRO)
     print()
     print(page)
     print(f"report: {report}" + (f", chart: {chart_path}" if drawn else ""))
@@ -236,15 +252,15 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  skipped: {result.skipped}")
         results.append(result)
     args.out.mkdir(parents=True, exist_ok=True)
-    # One current report per benchmark (git keeps the older): standard.md, or claims.md for --only claims.
+    # Its section of the one current report (git keeps the older): standard, or claims for --only claims.
     every = args.phase_list == list(PHASES)
     stem = ("standard" if every else "-".join(args.phase_list)) + ("-quick" if args.quick else "")
     chart_path = args.out / f"{stem}-start-delay.png"
     drawn = chart(results, chart_path)
     shown = " ".join(argv if argv is not None else sys.argv[1:])
     page = markdown(info, results, shown, chart_path.name if drawn else None)
-    report = args.out / f"{stem}.md"
-    report.write_text(page)
+    report = args.out / "REPORT.md"
+    write_section(report, stem, _label(stem), page, BENCHMARK_INTRO)
     print()
     print(page)
     print(f"report: {report}" + (f", chart: {chart_path}" if drawn else ""))

@@ -9,11 +9,10 @@ from pathlib import Path
 from ._claims import ClaimFigures, ContendedFigures
 from ._fleet import EndToEnd
 from ._scale import Scale
+from .backends import CLAIM_TARGET
 
 __all__ = ["BackendResult", "chart", "markdown"]
 
-#: claim / raw primitive, p50 and 16-way (the issue's targets on a 2-core machine).
-CLAIM_TARGET = {"rabbitmq": 1.3, "nats": 1.3, "sqlite": 1.3, "redis": 1.5, "postgres": 1.5}
 DELAY_P99_TARGET_MS = 20.0
 RSS_TARGET_MB = 50.0
 IDLE_TARGET_PERCENT = 2.0

@@ -91,7 +91,7 @@ class Target(abc.ABC):
         """The soak's backend: :meth:`spec`, with the backend's own history bound where it has one.
 
         The jobs' ``history_size`` bounds the runs each job keeps; a backend
-        with a bound of its own (NATS: messages per subject, 1,000 by default)
+        with a bound of its own (a broker's messages per subject, say)
         is given the same figure, so the soak reaches the trimmed steady state.
         """
         return self.spec(ns)

@@ -16,7 +16,7 @@ Both go through asyncpg's prepared statements, as the backend's calls do, so
 the plans are the server's cached ones. It prints ms per 1,000 finishes
 (median and max of the rounds after the first five, where a generic plan may
 take over). Why: this flip is what skipped whole seconds of slots in the
-PostgreSQL soak with autovacuum on (benchmarks/results/soak.md).
+PostgreSQL soak with autovacuum on (benchmarks/results/REPORT.md, Soak).
 """
 
 from __future__ import annotations

@@ -19,13 +19,14 @@ import time
 import traceback
 from pathlib import Path
 
+from scripts.report import FAULT_INTRO, write_section
+
 from . import judge as judge_module
-from .brokers import BROKERS
+from .backends import BROKERS, ORDER
 from .judge import Verdict
 from .report import markdown, table
 from .scenario import Config, run_scenario
 
-ORDER = ["sqlite", "redis", "postgres", "rabbitmq", "nats"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -50,7 +51,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--workdir", type=Path, help="keep ledgers and logs here (default: a temp dir)")
     p.add_argument("--json", type=Path, help="also write the verdicts as JSON here")
-    p.add_argument("--no-results", action="store_true", help="do not write chaos/results/faults.md")
+    p.add_argument("--no-results", action="store_true", help="do not write chaos/results/REPORT.md")
     return p.parse_args(argv)
 
 
@@ -115,8 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.no_results:
         RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"faults{'-short' if cfg.short else ''}.md"  # the current report; git keeps the older
-        path.write_text(markdown(verdicts, header, judge_module.__doc__ or ""))
+        path = RESULTS / "REPORT.md"  # its section of the one current report; git keeps the older
+        key, label = (
+            ("faults-short", "The short fault scenario (`python -m chaos --short`)")
+            if cfg.short
+            else ("faults", "The fault scenario (`python -m chaos`)")
+        )
+        write_section(path, key, label, markdown(verdicts, header, judge_module.__doc__ or ""), FAULT_INTRO)
         print(f"results: {path}")
     if args.json:
         args.json.write_text(json.dumps({"seed": seed, "verdicts": [v.as_dict() for v in verdicts]}, indent=2))

@@ -22,14 +22,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from scripts.report import FAULT_INTRO, write_section
+
+from .backends import FAILOVER_BROKERS
+from .backends import FAILOVER_ORDER as ORDER
 from .failover_scenario import FailoverResult, run_failover
 from .judge import Verdict
-from .replicated import FAILOVER_BROKERS
 from .scenario import Config
 
 __all__ = ["ORDER", "available", "main", "markdown", "table"]
 
-ORDER = ["redis", "redis-cluster", "postgres", "nats", "rabbitmq"]
 RESULTS = Path(__file__).resolve().parent / "results"
 COLUMNS = ["backend", "options", "failovers", "slots", "claims across them", "duplicates", "slots lost", "verdict"]
 
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--every", type=float, default=None, help="seconds between failovers (default 8, 5 with --short)")
     p.add_argument("--short", action="store_true", help="what make test runs")
     p.add_argument("--workdir", type=Path)
-    p.add_argument("--no-results", action="store_true", help="do not write chaos/results/failover.md")
+    p.add_argument("--no-results", action="store_true", help="do not write chaos/results/REPORT.md")
     args = p.parse_args(argv)
     reasons = available()
     names = [n.strip() for n in args.backends.split(",")] if args.backends else [n for n in ORDER if not reasons[n]]
@@ -161,8 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.no_results:
         RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"failover{'-short' if cfg.short else ''}.md"  # the current report; git keeps the older
-        path.write_text(markdown(results, header))
+        path = RESULTS / "REPORT.md"  # its section of the one current report; git keeps the older
+        key, label = (
+            ("failover-short", "The short failover scenario (`--short`)")
+            if cfg.short
+            else ("failover", "The failover scenario (`python -m chaos.failover`)")
+        )
+        write_section(path, key, label, markdown(results, header), FAULT_INTRO)
         print(f"results: {path}")
     if all(r.passed for r in results) and not keep:
         shutil.rmtree(cfg.workdir, ignore_errors=True)

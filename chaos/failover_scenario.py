@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .backends import FAILOVER_BROKERS
 from .fleet import ChaosFleet
 from .judge import Timeline, Verdict, judge
 from .proxy import ProxyLoop
-from .replicated import FAILOVER_BROKERS, Replicated
+from .replicated import Replicated
 from .scenario import SLOW_JOB, Config, _backend_class, _read_history
 
 __all__ = ["FailoverResult", "run_failover"]

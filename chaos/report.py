@@ -1,4 +1,4 @@
-"""The result table, for the terminal and for ``chaos/results/faults.md``."""
+"""The result table, for the terminal and for ``chaos/results/REPORT.md``."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .brokers import BROKERS, Broker
+from .backends import BROKERS
+from .brokers import Broker
 from .fleet import ChaosFleet, LedgerTail
 from .judge import Timeline, Verdict, judge
 from .plan import Fault, make_plan

@@ -31,6 +31,9 @@ timed() {  # label command...
   return $rc
 }
 
+# Each backend's server URL (ANARCHON_REDIS_URL…), named by its manifest, reaches the tests.
+urls=$(python3 scripts/backends.py env | sed -E "s/^export ([A-Z_]+)=.*/'\1'/" | paste -sd, -)
+env_args=(--test-extra-env-vars="+[$urls]")
 pytest_args=()
 if [ "${PANTS_CI_SLOW:-0}" = 1 ]; then
   pytest_args=(--pytest-args="['-p pants_pytest_plugin']")  # drops pants.toml's -m 'not slow'
@@ -43,6 +46,6 @@ if [ "${PANTS_CI_ALL:-0}" = 1 ] || [ "${PANTS_CI_SLOW:-0}" = 1 ]; then
 fi
 rc=0
 timed "tailor --check, lint, package" ./pants --no-pantsd tailor --check lint package packages:: tools/pants:: || rc=$?
-timed "test ${tests[*]}" ./pants --no-pantsd "${pytest_args[@]}" test "${tests[@]}" || rc=$?
+timed "test ${tests[*]}" ./pants --no-pantsd "${env_args[@]}" "${pytest_args[@]}" test "${tests[@]}" || rc=$?
 echo "::: pants-ci: total $((SECONDS - start)) s"
 exit $rc

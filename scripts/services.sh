@@ -30,19 +30,15 @@ ensure() {  # name host port start-command
   fi
 }
 
-ensure postgres 127.0.0.1 5432 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start'
-ensure redis 127.0.0.1 6379 'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log'
-ensure rabbitmq 127.0.0.1 5672 'rabbitmq-server -detached'
-ensure nats 127.0.0.1 4222 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log'
+# One server per backend manifest with a [service] table (packages/*/backend.toml).
+services=$(python3 "$(dirname "$0")/backends.py" services)
+# The list is read on fd 3: a start or ready command (rabbitmqctl) would swallow it on stdin.
+while IFS=$'\t' read -r -u 3 name port start _; do
+  ensure "$name" 127.0.0.1 "$port" "$start"
+done 3<<< "$services"
+while IFS=$'\t' read -r -u 3 name port _ ready; do
+  # shellcheck disable=SC2086  # the manifest's ready command splits into its words on purpose
+  wait_for "$name" 127.0.0.1 "$port" $ready
+done 3<<< "$services"
 
-wait_for postgres 127.0.0.1 5432 pg_isready -h 127.0.0.1 -p 5432
-wait_for redis 127.0.0.1 6379 redis-cli -h 127.0.0.1 -p 6379 ping
-wait_for rabbitmq 127.0.0.1 5672 rabbitmqctl -q await_startup
-wait_for nats 127.0.0.1 4222 true
-
-cat <<'VARS'
-export ANARCHON_POSTGRES_DSN=postgresql://root@127.0.0.1:5432/postgres
-export ANARCHON_REDIS_URL=redis://127.0.0.1:6379/0
-export ANARCHON_RABBITMQ_URL=amqp://guest:guest@127.0.0.1:5672/
-export ANARCHON_NATS_URL=nats://127.0.0.1:4222
-VARS
+python3 "$(dirname "$0")/backends.py" env

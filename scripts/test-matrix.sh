@@ -11,6 +11,7 @@
 # measured length), which keeps the lanes even.
 #
 # ANARCHON_STEPS=core,redis picks steps; an unknown name exits 2, listing them.
+# --list prints the step names and exits.
 # Extra arguments go to every pytest run (e.g. -m "not slow"). Exits non-zero
 # when any step fails.
 set -u
@@ -23,11 +24,6 @@ STEPS=(
   "scenarios|77|tests/scenarios"
   "conformance|56|packages/conformance"
   "oracles|101|tests/oracles"
-  "sqlite|140|packages/anarchon-sqlite"
-  "redis|317|packages/anarchon-redis"
-  "postgres|158|packages/anarchon-postgres"
-  "rabbitmq|176|packages/anarchon-rabbitmq"
-  "nats|114|packages/anarchon-nats"
   "observability|8|packages/anarchon-prometheus packages/anarchon-opentelemetry"
   "web|33|packages/anarchon-web"
   "faults|170|tests/chaos"
@@ -35,8 +31,17 @@ STEPS=(
   "release|59|tests/release"
   "recipes|42|tests/recipes"
   "docs|5|tests/docs tests/repo"
+  "template|60|tests/template"
+  "docker|30|tests/docker"
 )
+# One step per backend, from its manifest (packages/*/backend.toml, [test]).
+backend_steps=$(python3 scripts/backends.py steps) || { echo "test-matrix: scripts/backends.py could not read the backends' manifests" >&2; exit 2; }
+mapfile -t -O "${#STEPS[@]}" STEPS <<< "$backend_steps"
 names=$(for s in "${STEPS[@]}"; do printf '%s, ' "${s%%|*}"; done); names=${names%, }
+if [ "${1:-}" = "--list" ]; then  # the step names, one per line (the GitHub workflow's matrix)
+  printf '%s\n' "${STEPS[@]%%|*}"
+  exit 0
+fi
 if [ -n "${ANARCHON_STEPS:-}" ]; then
   # A misspelt step would otherwise run nothing and end in "0 passed, 0 failed".
   IFS=, read -ra wanted <<< "${ANARCHON_STEPS// /}"

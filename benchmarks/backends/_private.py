@@ -1,7 +1,7 @@
 """A fault-suite broker (``chaos.brokers``) of the benchmark's own, in a temporary directory, for one run.
 
 The targets that measure on a private server (``rabbitmq``, ``postgres_private``,
-``nats_pypi``) start and stop it alike; only which broker, and how a backend
+and each backend's private targets) start and stop it alike; only which broker, and how a backend
 reaches it, differ.
 """
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from chaos.backends import FAILOVER_BROKERS
 from chaos.failover import ORDER, available, table
 from chaos.failover_scenario import run_failover
-from chaos.replicated import FAILOVER_BROKERS
 from chaos.scenario import Config
 
 pytestmark = pytest.mark.slow

@@ -31,6 +31,7 @@ RECIPE_JOBS = (
     "service-heartbeat",
     "service-nightly",
     "django-heartbeat",
+    "report-tenant-",
 )
 
 

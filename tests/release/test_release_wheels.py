@@ -34,33 +34,33 @@ from pathlib import Path
 
 import pytest
 
+from scripts.backends import load
+
 ROOT = Path(__file__).resolve().parents[2]
 LICENSE = (ROOT / "LICENSE").read_text()
+
+
+#: The first-party backends, as their manifests declare them (scripts/backends.py).
+MANIFESTS = load(ROOT)
 
 #: Distribution name -> folder under packages/.
 DISTRIBUTIONS: dict[str, str] = {
     "anarchon-core": "anarchon-core",
     "anarchon": "anarchon",
     "anarchon-conformance": "conformance",
-    "anarchon-sqlite": "anarchon-sqlite",
-    "anarchon-redis": "anarchon-redis",
-    "anarchon-postgres": "anarchon-postgres",
-    "anarchon-rabbitmq": "anarchon-rabbitmq",
-    "anarchon-nats": "anarchon-nats",
+    **{m.distribution: m.folder for m in MANIFESTS},
     "anarchon-prometheus": "anarchon-prometheus",
     "anarchon-opentelemetry": "anarchon-opentelemetry",
     "anarchon-web": "anarchon-web",
 }
+# Every folder with a pyproject is a distribution this test builds.
+assert sorted(DISTRIBUTIONS.values()) == sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
 
 
 #: The meta-distribution: no code, anarchon-core plus a distribution per extra.
 META = "anarchon"
 EXTRAS = {
-    "sqlite": ["anarchon-sqlite"],
-    "redis": ["anarchon-redis"],
-    "postgres": ["anarchon-postgres"],
-    "rabbitmq": ["anarchon-rabbitmq"],
-    "nats": ["anarchon-nats"],
+    **{m.name: [m.distribution] for m in MANIFESTS},
     "prometheus": ["anarchon-prometheus"],
     "opentelemetry": ["anarchon-opentelemetry"],
     "web": ["anarchon-web"],
@@ -75,13 +75,7 @@ class BackendDist:
     cls: str  # what `from anarchon import ...` gives
 
 
-BACKENDS = [
-    BackendDist("anarchon-sqlite", "sqlite", "SQLiteBackend"),
-    BackendDist("anarchon-redis", "redis", "RedisBackend"),
-    BackendDist("anarchon-postgres", "postgres", "PostgresBackend"),
-    BackendDist("anarchon-rabbitmq", "rabbitmq", "RabbitMQBackend"),
-    BackendDist("anarchon-nats", "nats", "NatsBackend"),
-]
+BACKENDS = [BackendDist(m.distribution, m.name, m.cls) for m in MANIFESTS]
 
 
 def run(cmd: Sequence[str | Path], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
@@ -216,13 +210,18 @@ def test_wheel_carries_the_license_and_py_typed_and_no_build_files(dists: Dists,
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]
 
 
-@pytest.mark.parametrize("folder", ["anarchon-redis"])
-def test_the_lua_scripts_are_in_the_wheel(dists: Dists, folder: str) -> None:
+@pytest.mark.parametrize(
+    ("folder", "store", "suffix"),
+    [("anarchon-redis", "anarchon_redis/lua", ".lua"), ("anarchon-postgres", "anarchon_postgres/sql", ".sql"),
+     ("anarchon-sqlite", "anarchon_sqlite/sql", ".sql")],
+)  # fmt: skip
+def test_the_store_code_files_are_in_the_wheel(dists: Dists, folder: str, store: str, suffix: str) -> None:
+    """Each backend keeps its store code (Lua scripts, SQL) as resource files; a wheel without them cannot work."""
     sources = ROOT / "packages" / folder / "src"
-    expected = {p.relative_to(sources).as_posix() for p in (sources / "anarchon_redis" / "lua").rglob("*.lua")}
+    expected = {p.relative_to(sources).as_posix() for p in (sources / store).rglob(f"*{suffix}")}
     with zipfile.ZipFile(dists.wheel(folder)) as wheel:
         names = set(wheel.namelist())
-    assert expected, "no .lua files found in the sources"
+    assert expected, f"no {suffix} files found in the sources"
     assert expected <= names, f"missing from the wheel: {sorted(expected - names)}"
 
 
@@ -285,17 +284,20 @@ def test_every_license_copy_is_the_root_license() -> None:
 
 
 def test_pants_knows_every_third_party_requirement(dists: Dists) -> None:
-    """3rdparty/python/requirements.txt feeds Pants' lockfile; a backend's new dependency must land there too."""
-    listed = {
-        re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower()
+    """requirements.txt and each backend's BUILD feed Pants' lockfile; a new dependency must land in one of them."""
+    lines = [
+        line
         for line in (ROOT / "3rdparty/python/requirements.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#")
-    }
+    ]
+    for build in ROOT.glob("packages/*/BUILD"):  # python_requirement(name=..., requirements=["x>=1"])
+        lines += re.findall(r'python_requirement\([^)]*requirements=\["([^"]+)"\]', build.read_text())
+    listed = {re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower() for line in lines}
     for distribution in DISTRIBUTIONS:
         for requirement in dists.third_party_requirements(distribution):
             name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
             assert name in listed, (
-                f"{distribution} requires {requirement!r}: add it to 3rdparty/python/requirements.txt"
+                f"{distribution} requires {requirement!r}: add it to 3rdparty/python/requirements.txt or its BUILD"
             )
 
 
@@ -419,7 +421,7 @@ def test_pip_install_anarchon_redis_gives_a_working_scheduler(
     pip(python, "check")
     installed = {p["name"] for p in json.loads(pip(python, "list", "--format", "json"))}
     assert {"anarchon", "anarchon-core", "anarchon-redis"} <= installed
-    assert not installed & {"anarchon-postgres", "anarchon-sqlite", "anarchon-rabbitmq", "anarchon-nats"}
+    assert not installed & {m.distribution for m in MANIFESTS if m.name != "redis"}
 
     prefix = f"release-{os.urandom(4).hex()}:"
     probe = textwrap.dedent(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,12 @@ pytestmark = pytest.mark.skipif(not SCRIPT.exists(), reason="scripts/test-matrix
 
 
 def _steps() -> list[str]:
-    """The step names as the script's STEPS array declares them ("name|seconds|paths" lines)."""
+    """The step names as the script declares them: its STEPS array, then one per backend manifest."""
     body = SCRIPT.read_text().split("STEPS=(", 1)[1].split(")", 1)[0]
-    return [line.strip().strip('"').split("|", 1)[0] for line in body.splitlines() if line.strip()]
+    lines = [line.strip().strip('"') for line in body.splitlines() if line.strip()]
+    manifests = [sys.executable, str(SCRIPT.parent / "backends.py"), "steps"]
+    lines += subprocess.run(manifests, capture_output=True, text=True, check=True).stdout.splitlines()
+    return [line.split("|", 1)[0] for line in lines]
 
 
 def _matrix(steps: str) -> subprocess.CompletedProcess[str]:
@@ -33,7 +37,7 @@ def test_an_unknown_step_exits_2_and_lists_the_steps(steps: str) -> None:
     result = _matrix(steps)
     assert result.returncode == 2
     names = _steps()
-    assert {"core", "faults", "release"} <= set(names)
+    assert {"core", "faults", "release", "sqlite", "redis"} <= set(names)
     assert f"the steps are: {', '.join(names)}" in result.stderr
     assert "::: step" not in result.stdout  # nothing ran
     if steps == "chaos":  # CONTRIBUTING once called the fault step so

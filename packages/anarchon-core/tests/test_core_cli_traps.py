@@ -90,13 +90,16 @@ def test_history_of_an_unknown_job_exits_2_like_run_now(app: str, capsys: pytest
 def test_history_without_an_app_reads_any_job_of_the_backend(
     app: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert main(["history", "gone", "--backend", "memory://"]) == 0
+    # No runs and no live instance defines it: a typo, refused with the jobs the fleet has; --force reads it.
+    assert main(["history", "gone", "--backend", "memory://"]) == 2
+    assert "no live instance defines a job named 'gone'" in capsys.readouterr().err
+    assert main(["history", "gone", "--backend", "memory://", "--force"]) == 0
     assert "no runs recorded for 'gone' in MemoryBackend" in capsys.readouterr().out
     monkeypatch.delenv("ANARCHON_BACKEND", raising=False)
     assert main(["history", "gone"]) == 2
     assert "--backend URL or ANARCHON_BACKEND" in capsys.readouterr().err
     monkeypatch.setenv("ANARCHON_BACKEND", "memory://")
-    assert main(["history", "gone", "--json"]) == 0
+    assert main(["history", "gone", "--json", "--force"]) == 0
     assert json.loads(capsys.readouterr().out) == []
 
 

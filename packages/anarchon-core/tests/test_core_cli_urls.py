@@ -44,7 +44,7 @@ def test_a_well_formed_url_keeps_everything_but_the_secrets() -> None:
     assert redact_url("postgresql://u:p@h1:5432,h2:5433/db?sslpassword=x&schema=a") == (
         "postgresql://u:***@h1:5432,h2:5433/db?sslpassword=***&schema=a"
     )
-    assert redact_url(f"nats://{SECRET}@nats:4222") == "nats://***@nats:4222"  # a lone user may be a token
+    assert redact_url(f"tls://{SECRET}@broker:4222") == "tls://***@broker:4222"  # a lone user may be a token
     assert redact_url("postgresql://app@db/app", bare_user_is_secret=False) == "postgresql://app@db/app"
     assert redact_url("sqlite:///data/jobs.sqlite3") == "sqlite:///data/jobs.sqlite3"
     assert redact_url("redis://[::1]:6379/0") == "redis://[::1]:6379/0"

@@ -27,7 +27,7 @@ def noop() -> None:
 
 
 class ClaimOnlyBackend(Backend):
-    """The memory store behind a claim-tier declaration: how the core treats RabbitMQ and NATS."""
+    """The memory store behind a claim-tier declaration: how the core treats the claim-tier brokers."""
 
     name: ClassVar[str] = "claim-only"
     capabilities: ClassVar[Capabilities] = Capabilities(lease=False, history_ttl=False, multi_process=False)

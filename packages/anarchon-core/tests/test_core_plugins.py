@@ -61,12 +61,12 @@ def test_missing_backend_distribution_raises_import_error_with_the_hint(monkeypa
 
 def test_missing_backend_in_a_fresh_interpreter() -> None:
     code = (
-        "import sys; sys.modules['anarchon_nats'] = None\n"
-        "try:\n    from anarchon import NatsBackend\n"
+        "import sys; sys.modules['anarchon_rabbitmq'] = None\n"
+        "try:\n    from anarchon import RabbitMQBackend\n"
         "except ImportError as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "pip install anarchon-nats" in out
+    assert "pip install anarchon-rabbitmq" in out
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

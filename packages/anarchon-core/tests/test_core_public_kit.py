@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 USERS = [
-    *(f"packages/anarchon-{b}/src" for b in ("sqlite", "redis", "postgres", "rabbitmq", "nats")),
+    *(f"packages/{manifest.parent.name}/src" for manifest in sorted(ROOT.glob("packages/*/backend.toml"))),
     "packages/anarchon-web/src",
     "packages/anarchon-prometheus/src",
     "packages/anarchon-opentelemetry/src",

@@ -328,6 +328,8 @@ BAD_EXPRESSIONS = [
     "0 0 ? * MON",
     "0 0 * * MONDAY",
     "0 0\n* * *",
+    "0 0\v* * *",
+    "0 0 * *\x00*",
     "0 0 * * 5/0",
     "0 0 L-31 * *",
     "0 0 1 JAN,,FEB *",
@@ -343,6 +345,14 @@ def test_bad_expressions_name_the_expression_and_the_fix(expr: str) -> None:
     message = str(info.value)
     assert repr(expr) in message
     assert "use 5 fields (minute hour day month weekday), 6 with seconds first" in message
+
+
+def test_fields_separated_by_tabs_read_as_a_crontab_line() -> None:
+    """crontab(5) separates fields by spaces or tabs; a line pasted from a crontab is the same schedule."""
+    spaced, tabbed = Schedule("45 * 14 * *"), Schedule("45\t*\t14\t*\t*")
+    start = ms(2026, 3, 1)
+    assert tabbed.slots(start, 5) == spaced.slots(start, 5)
+    assert Schedule(" \t0 \t9\t* * 1-5\t").slots(start, 3) == Schedule("0 9 * * 1-5").slots(start, 3)
 
 
 def test_year_field_and_reboot_are_named_in_the_message() -> None:

@@ -30,12 +30,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from nats_helpers import NATS_SERVER, Cluster, Servers, free_port, wait_jetstream
 
-NATS_URL = os.environ.get("ANARCHON_NATS_URL", "nats://127.0.0.1:4222")
+DEFAULT_URL = "nats://127.0.0.1:4222"
+
+
+def server_url() -> str:
+    """The server the tests use, read when asked: a plugin (make test-docker) may set it after import."""
+    return os.environ.get("ANARCHON_NATS_URL", DEFAULT_URL)
 
 
 def _unavailable(reason: str) -> None:
     message = (
-        f"NATS with JetStream is not reachable at {NATS_URL}: {reason}. Set ANARCHON_NATS_URL or run nats-server -js"
+        f"NATS with JetStream is not reachable at {server_url()}: {reason}. "
+        "Set ANARCHON_NATS_URL or run nats-server -js"
     )
     if os.environ.get("CI"):
         pytest.fail(message)
@@ -44,8 +50,10 @@ def _unavailable(reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def nats_url() -> str:
+    url = server_url()
+
     async def probe() -> None:
-        nc = await nats.connect(NATS_URL, connect_timeout=2, max_reconnect_attempts=0, allow_reconnect=False)
+        nc = await nats.connect(url, connect_timeout=2, max_reconnect_attempts=0, allow_reconnect=False)
         try:
             await nc.jetstream().account_info()
         finally:
@@ -55,7 +63,7 @@ def nats_url() -> str:
         asyncio.run(probe())
     except Exception as exc:
         _unavailable(f"{type(exc).__name__}: {exc}")
-    return NATS_URL
+    return url
 
 
 @dataclass

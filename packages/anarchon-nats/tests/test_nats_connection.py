@@ -18,6 +18,7 @@ from anarchon import Scheduler
 from anarchon.backend import Claim, Outcome
 from anarchon.errors import BackendUnavailableError
 from anarchon_nats import NatsBackend, StreamConflictError
+from anarchon_nats._url import is_refusal
 
 pytestmark = pytest.mark.nats
 
@@ -101,9 +102,9 @@ async def test_a_wrong_password_is_reported_without_the_password(auth_server, na
 
 def test_a_refusal_is_recognised_in_both_shapes_nats_py_reports_it() -> None:
     # During connect nats-py raises the server's -ERR as a plain Error; later as AuthorizationError.
-    assert backend_module._is_refusal(nats.errors.Error("nats: 'Authorization Violation'"))
-    assert backend_module._is_refusal(nats.errors.AuthorizationError())
-    assert not backend_module._is_refusal(ConnectionResetError(104, "Connection reset by peer"))
+    assert is_refusal(nats.errors.Error("nats: 'Authorization Violation'"))
+    assert is_refusal(nats.errors.AuthorizationError())
+    assert not is_refusal(ConnectionResetError(104, "Connection reset by peer"))
 
 
 async def test_a_token_in_the_url_works_and_is_masked(token_server, names, caplog) -> None:

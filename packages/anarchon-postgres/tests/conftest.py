@@ -19,6 +19,7 @@ import pytest
 from anarchon.backend import Claim
 from anarchon.job import Job
 from anarchon_conformance import eventually, testing
+from anarchon_conformance.testing import FaultProxy
 from anarchon_postgres import PostgresBackend
 
 DSN_ENV = "ANARCHON_POSTGRES_DSN"
@@ -103,79 +104,14 @@ def _make_claim(
     return testing.make_claim(job, slot_ms, instance, token=token, now_ms=now_ms, manual=manual)
 
 
-class TcpProxy:
-    """A loopback TCP proxy between a backend and the server, whose line can be cut.
-
-    A cut is silence, as a partition looks from both ends: bytes vanish, new
-    connections hang, nobody is told. When the line comes back, connections
-    that lived through the cut are broken, as TCP would have broken them.
-    """
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.port = 0
-        self._open = asyncio.Event()
-        self._open.set()
-        self._conns: set[asyncio.StreamWriter] = set()
-        self._server: asyncio.Server | None = None
-        self.connections = 0
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._conns.add(writer)
-        try:
-            await self._open.wait()
-            if writer.is_closing():
-                return
-            up_r, up_w = await asyncio.open_connection(*self.target)
-            self._conns.add(up_w)
-            self.connections += 1
-            await asyncio.gather(self._pipe(reader, up_w), self._pipe(up_r, writer), return_exceptions=True)
-        except OSError:
-            pass
-        finally:
-            writer.close()
-
-    async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        try:
-            while data := await r.read(65536):
-                if not self._open.is_set():
-                    continue  # the line is cut: bytes vanish
-                w.write(data)
-                await w.drain()
-        finally:
-            w.close()
-            self._conns.discard(w)
-
-    def cut(self) -> None:
-        """Silence: nothing passes, new connections hang, nobody is told."""
-        self._open.clear()
-
-    def restore(self) -> None:
-        """The line comes back; connections that lived through the cut are broken."""
-        for w in list(self._conns):
-            w.transport.abort()
-        self._conns.clear()
-        self._open.set()
-
-    async def close(self) -> None:
-        self.restore()
-        if self._server:
-            self._server.close()
-            await self._server.wait_closed()
-
-
 @pytest.fixture
-async def tcp_proxy(pg_dsn: str) -> AsyncIterator[Callable[[], Awaitable[tuple[TcpProxy, str]]]]:
+async def tcp_proxy(pg_dsn: str) -> AsyncIterator[Callable[[], Awaitable[tuple[FaultProxy, str]]]]:
     """Start proxies to the test server; each gives back itself and a DSN through it."""
-    proxies: list[TcpProxy] = []
+    proxies: list[FaultProxy] = []
     parts = urlsplit(pg_dsn)
 
-    async def make() -> tuple[TcpProxy, str]:
-        proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    async def make() -> tuple[FaultProxy, str]:
+        proxy = FaultProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
         await proxy.start()
         proxies.append(proxy)
         netloc = f"{parts.username + '@' if parts.username else ''}127.0.0.1:{proxy.port}"

@@ -139,7 +139,7 @@ async def test_a_long_batch_is_claimed_in_parts_whose_answers_line_up(make_backe
 
 async def test_a_finish_batch_sent_again_after_a_lost_answer_counts_what_it_wrote(make_backend, make_job, make_claim):
     """finish_many(p_retry): the same batch again finds its own records; another record is still refused."""
-    from anarchon_postgres.backend import _finish_args
+    from anarchon_postgres._records import finish_args as _finish_args
 
     backend = await make_backend()
     jobs = [make_job(f"r{i}", overlap="allow") for i in range(3)]

@@ -157,7 +157,7 @@ async def test_a_short_outage_keeps_the_run_and_recovers_by_itself(make_backend,
     watching = asyncio.create_task(backup.watch(stop))
     running = asyncio.create_task(runner.run(4.5))
     await asyncio.sleep(1.1)
-    proxy.cut()  # for 1.6 s: at least one renewal is lost, the lease (3 s) is not
+    proxy.silence()  # for 1.6 s: at least one renewal is lost, the lease (3 s) is not
     await asyncio.sleep(1.6)
     proxy.restore()
     await running
@@ -183,7 +183,7 @@ async def test_a_long_outage_hands_the_run_to_one_backup_and_the_owner_learns_it
     watching = [asyncio.create_task(b.watch(stop)) for b in backups]
     running = asyncio.create_task(runner.run(6.0))
     await asyncio.sleep(0.4)
-    proxy.cut()
+    proxy.silence()
 
     async def taken_over() -> bool:
         return any(b.won for b in backups)

@@ -57,7 +57,8 @@ async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(pg_dsn, sche
     script = migration_script(schema, 3)
     assert f'CREATE TABLE "{schema}".instances' in script and f'CREATE TABLE "{schema}".runs' not in script
     backend = await make_backend()
-    assert backend.schema_version == SCHEMA_VERSION == 6  # 4: instances; 5: pauses and requests; 6: finish_many
+    # 4: instances; 5: pauses; 6: finish_many; 7: registry; 8: schedules
+    assert backend.schema_version == SCHEMA_VERSION == 8
     heart = _heart(backend)
     await heart.open()
     try:
@@ -105,7 +106,10 @@ async def test_the_heart_connects_again_after_its_session_is_killed(backend, pg_
             try:
                 await heart.beat("i1", TTL_MS)
                 break
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+            # The killed session's end can reach asyncpg while the next query is being sent: it then
+            # says InternalClientError ("another operation is in progress", seen once in CI against
+            # a container's server). The heart drops the connection on it as on the others.
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError):
                 failures += 1
         assert failures <= 1
         assert heart._conn is not None and heart._conn.get_server_pid() != pid

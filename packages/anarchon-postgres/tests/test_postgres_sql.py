@@ -8,7 +8,8 @@ import pytest
 
 from anarchon_postgres._backfill import BackfillStatements
 from anarchon_postgres._control import _statements as control_statements
-from anarchon_postgres._replication import _QUERY_FILE
+from anarchon_postgres._replicas import _QUERY_FILE
+from anarchon_postgres._schedules import _statements as schedule_statements
 from anarchon_postgres._schema import _MIGRATIONS, SCHEMA_VERSION, _resource, quote_schema, render_sql
 from anarchon_postgres._statements import Statements
 
@@ -39,6 +40,7 @@ def test_every_statement_renders_for_a_quoted_schema_with_no_placeholder_left():
         **vars(Statements.for_schema(quoted)),
         **{f"backfill.{k}": v for k, v in vars(BackfillStatements.for_schema(quoted)).items()},
         **{f"control.{k}": v for k, v in vars(control_statements("app_cron")).items()},
+        **{f"schedules.{k}": v for k, v in vars(schedule_statements("app_cron")).items()},
     }
     for name, sql in every.items():
         assert '"app_cron".' in sql or name == "now_ms", name

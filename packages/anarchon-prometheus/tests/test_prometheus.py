@@ -109,3 +109,19 @@ def test_the_entry_point_measures_every_scheduler_on_the_default_registry() -> N
     s = Scheduler("memory://")
     assert "prometheus" in dict(s.plugins.pluggy.list_name_plugin())
     assert REGISTRY.get_sample_value("anarchon_runs_running") is not None
+
+
+async def test_drift_sets_the_definitions_and_superseded_gauges(tmp_path: Path) -> None:
+    registry = CollectorRegistry()
+    url = sqlite_url(tmp_path)
+    old = Scheduler(url, instance_id="old", version="1", plugins=[PrometheusMetrics(registry=registry)])
+    old.add("report", "*/5 * * * * *", lambda: None)
+    new = Scheduler(url, instance_id="new", version="2")
+    new.add("report", "* * * * * *", lambda: None)
+    async with old:
+        assert value(registry, "anarchon_job_definitions", job="report") == 0, "no drift seen yet"
+        async with new:
+            await eventually(lambda: value(registry, "anarchon_job_superseded", job="report") == 1, timeout_s=5)
+            assert value(registry, "anarchon_job_definitions", job="report") == 2
+        await eventually(lambda: value(registry, "anarchon_job_definitions", job="report") == 1, timeout_s=5)
+        assert value(registry, "anarchon_job_superseded", job="report") == 0

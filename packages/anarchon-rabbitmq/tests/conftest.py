@@ -7,7 +7,6 @@ through the broker's own view (``rabbitmqctl list_queues``) and deleted.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import socket
@@ -26,9 +25,15 @@ from pamqp import frame as amqp_frame
 from anarchon.backend import Claim
 from anarchon.job import Job
 from anarchon_conformance import testing
+from anarchon_conformance.testing import FaultProxy, Link
 from anarchon_rabbitmq import RabbitMQBackend
 
-RABBIT_URL = os.environ.get("ANARCHON_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/")
+DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
+
+
+def broker_url() -> str:
+    """The broker the tests use, read when asked: a plugin (make test-docker) may set it after import."""
+    return os.environ.get("ANARCHON_RABBITMQ_URL", DEFAULT_URL)
 
 
 def _reachable(url: str) -> bool:
@@ -42,12 +47,13 @@ def _reachable(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def rabbit_url() -> str:
-    if not _reachable(RABBIT_URL):
-        message = f"RabbitMQ is not reachable at {RABBIT_URL} (set ANARCHON_RABBITMQ_URL): RabbitMQ tests NOT RUN"
+    url = broker_url()
+    if not _reachable(url):
+        message = f"RabbitMQ is not reachable at {url} (set ANARCHON_RABBITMQ_URL): RabbitMQ tests NOT RUN"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    return RABBIT_URL
+    return url
 
 
 def rabbitmqctl(*args: str) -> Any:
@@ -70,33 +76,13 @@ def broker_queues(prefix: str) -> dict[str, dict[str, Any]]:
     return queues
 
 
-def _own_ports_to(port: int) -> set[int]:
-    """Local ports of this process's TCP connections to ``port``, from /proc (Linux)."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):
-            link = os.readlink(f"/proc/self/fd/{fd}")
-            if link.startswith("socket:["):
-                inodes.add(link[8:-1])
-    ports = set()
-    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
-        with contextlib.suppress(OSError), open(table) as rows:
-            for row in list(rows)[1:]:
-                fields = row.split()
-                if fields[9] in inodes and int(fields[2].rsplit(":", 1)[1], 16) == port:
-                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
-
-
-def own_broker_connections() -> list[str]:
-    """Names of the broker's connections that this test process holds, as the broker lists them."""
-    ports = _own_ports_to(urlsplit(RABBIT_URL).port or 5672)
-    rows = rabbitmqctl("list_connections", "peer_port", "client_properties")
-    return sorted(
-        next((value for key, _type, value in row["client_properties"] if key == "connection_name"), "<unnamed>")
-        for row in rows
-        if row["peer_port"] in ports
-    )
+def own_broker_connections(prefix: str) -> list[str]:
+    """Names of the broker's connections named with this test's ``prefix`` (the backend names its own
+    ``anarchon-rabbitmq <purpose> (<prefix>)``), as the broker lists them. By name, not by peer port:
+    behind Docker's port publishing the broker sees the proxy's ports, not this process's."""
+    rows = rabbitmqctl("list_connections", "client_properties")
+    names = [next((v for k, _type, v in row["client_properties"] if k == "connection_name"), "") for row in rows]
+    return sorted(name for name in names if prefix in name)
 
 
 @pytest.fixture
@@ -167,8 +153,8 @@ def slot() -> int:
     return (time.time_ns() // 1_000_000 // 1000 + 3600) * 1000
 
 
-class Proxy:
-    """A loopback TCP proxy in front of the broker, able to stop one direction.
+class Proxy(FaultProxy):
+    """The shared fault proxy (:class:`anarchon_conformance.testing.FaultProxy`) reading AMQP frames.
 
     Once a client publishes to ``hold_after_publish_to`` (seen on the wire as a
     ``basic.publish`` frame to the default exchange), every frame from the
@@ -180,71 +166,43 @@ class Proxy:
 
     def __init__(self, target: str, ssl: Any = None) -> None:
         parts = urlsplit(target)
-        self.target = (parts.hostname or "127.0.0.1", parts.port or 5672)
-        self.ssl = ssl
+        super().__init__(parts.hostname or "127.0.0.1", parts.port or 5672, ssl=ssl)
         self.hold_after_publish_to: str | None = None
         self.edit_server_properties: Callable[[dict[str, Any]], None] | None = None
         self.publish_seen = asyncio.Event()
-        self.upstream_ports: list[int] = []
-        #: Local ports of the broker connections whose confirms are held.
-        self.held_ports: list[int] = []
         self.tls_clients = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: list[asyncio.StreamWriter] = []
-
-    async def start(self) -> int:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl)
-        return int(self._server.sockets[0].getsockname()[1])
 
     def url(self, port: int, scheme: str = "amqp", host: str = "127.0.0.1", query: str = "") -> str:
-        parts = urlsplit(RABBIT_URL)
+        parts = urlsplit(broker_url())
         auth = f"{parts.username}:{parts.password}@" if parts.username else ""
         return f"{scheme}://{auth}{host}:{port}/" + (f"?{query}" if query else "")
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def accepted_client(self, writer: asyncio.StreamWriter) -> None:
         if writer.get_extra_info("ssl_object") is not None:
             self.tls_clients += 1
-        up_reader, up_writer = await asyncio.open_connection(*self.target)
-        self.upstream_ports.append(up_writer.get_extra_info("sockname")[1])
-        self._writers += [writer, up_writer]
-        held = {"on": False}
 
-        async def upstream() -> None:
-            window = b""
-            while data := await reader.read(65536):
-                if self.hold_after_publish_to and not held["on"]:
-                    key = self.hold_after_publish_to.encode()
-                    window = (window + data)[-4096:]
-                    if b"\x00\x3c\x00\x28\x00\x00\x00" + bytes([len(key)]) + key in window:
-                        held["on"] = True
-                        self.held_ports.append(up_writer.get_extra_info("sockname")[1])
-                        self.publish_seen.set()
-                up_writer.write(data)
-                await up_writer.drain()
-            up_writer.close()
+    def upstream_chunk(self, link: Link, data: bytes) -> bytes:
+        if self.hold_after_publish_to and not link.state.get("held"):
+            key = self.hold_after_publish_to.encode()
+            window = link.state["window"] = (link.state.get("window", b"") + data)[-4096:]
+            if b"\x00\x3c\x00\x28\x00\x00\x00" + bytes([len(key)]) + key in window:  # basic.publish to key
+                link.state["held"] = True
+                self.publish_seen.set()
+        return data
 
-        async def downstream() -> None:
-            # Whole AMQP frames (type, channel, size, payload, 0xCE); while held, only
-            # channel 0 (connection.close, heartbeats) passes: confirms never arrive.
-            buffer = b""
-            while data := await up_reader.read(65536):
-                buffer += data
-                while len(buffer) >= 7:
-                    end = 7 + int.from_bytes(buffer[3:7], "big") + 1
-                    if len(buffer) < end:
-                        break
-                    frame, buffer = buffer[:end], buffer[end:]
-                    frame = self._edited(frame)
-                    if not held["on"] or frame[1:3] == b"\x00\x00":
-                        writer.write(frame)
-                await writer.drain()
-            writer.close()
-
-        for coro in (upstream(), downstream()):
-            task = asyncio.get_running_loop().create_task(self._quietly(coro))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+    def downstream_chunk(self, link: Link, data: bytes) -> bytes:
+        # Whole AMQP frames (type, channel, size, payload, 0xCE); while held, only
+        # channel 0 (connection.close, heartbeats) passes: confirms never arrive.
+        buffer, out = link.state.get("frames", b"") + data, []
+        while len(buffer) >= 7:
+            end = 7 + int.from_bytes(buffer[3:7], "big") + 1
+            if len(buffer) < end:
+                break
+            frame, buffer = self._edited(buffer[:end]), buffer[end:]
+            if not link.state.get("held") or frame[1:3] == b"\x00\x00":
+                out.append(frame)
+        link.state["frames"] = buffer
+        return b"".join(out)
 
     def _edited(self, frame: bytes) -> bytes:
         if self.edit_server_properties is None or frame[:3] != b"\x01\x00\x00" or frame[7:11] != b"\x00\x0a\x00\x0a":
@@ -255,20 +213,6 @@ class Proxy:
         self.edit_server_properties(properties)
         start.server_properties = properties
         return amqp_frame.marshal(start, 0)
-
-    @staticmethod
-    async def _quietly(coro: Awaitable[None]) -> None:
-        with contextlib.suppress(ConnectionError, OSError):
-            await coro
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for w in self._writers:
-            w.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 @pytest.fixture
@@ -289,5 +233,5 @@ def ctl() -> Callable[..., Any]:
 
 
 @pytest.fixture
-def own_connections() -> Callable[[], list[str]]:
+def own_connections() -> Callable[[str], list[str]]:
     return own_broker_connections

@@ -32,7 +32,6 @@ async def test_connection_closed_between_publish_and_confirm_skips_the_run(
 ):
     port = await proxy.start()
     held = await make_backend(url=proxy.url(port))
-    other = await make_backend()
     sync = job("sync")
     await held.prepare([sync])
     gate = f"{prefix}sync.slot.{slot}"
@@ -44,15 +43,19 @@ async def test_connection_closed_between_publish_and_confirm_skips_the_run(
     await _wait_for(lambda: broker(prefix).get(gate, {}).get("messages") == 1, "the gate to fill")
     assert not pending.done(), "the claim was answered although the confirm was held back"
 
+    # The held publish went over held's claims connection, the only one of this test's prefix so far
+    # (a name, not a peer port: behind Docker's port publishing the broker sees the proxy's ports).
     # The JSON formatter prints pids in a form close_connection does not take: read the table.
     table = subprocess.run(
-        ["rabbitmqctl", "list_connections", "pid", "peer_port", "-q"], capture_output=True, text=True, check=True
-    ).stdout
+        ["rabbitmqctl", "list_connections", "pid", "name", "client_properties", "-q"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
     rows = [line.split("\t") for line in table.splitlines()[1:]]
-    (pid,) = [pid for pid, port in rows if int(port) in proxy.held_ports]
+    (pid,) = [row[0] for row in rows if f"anarchon-rabbitmq claims ({prefix})" in row[2]]
     subprocess.run(["rabbitmqctl", "close_connection", pid, "test: lost between publish and confirm"], check=True)
 
     (result,) = await asyncio.wait_for(pending, 20)
+    other = await make_backend()
     assert result.outcome is Outcome.UNKNOWN  # can't know whether it won: not run here
     (late,) = await other.claim([claim(sync, slot, "other")])
     assert late.outcome is Outcome.LOST  # and not run elsewhere: the slot is skipped, never doubled
@@ -79,7 +82,7 @@ async def test_a_callers_connection_is_used_and_never_closed(rabbit_url, own_con
         await backend.finish(result.grant, Run(job="sync", slot_ms=slot, status=RunStatus.SUCCEEDED, instance="i1"))
         (run,) = await backend.history("sync")
         assert (run.slot_ms, run.status) == (slot, RunStatus.SUCCEEDED)
-        assert own_connections() == [name]  # the broker sees no connection of the backend's own
+        assert own_connections(prefix) == [name]  # the broker sees no connection of the backend's own
         await backend.close()
         assert not connection.is_closed
         channel = await connection.channel()  # still the caller's, still usable

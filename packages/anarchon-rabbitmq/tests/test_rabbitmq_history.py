@@ -11,7 +11,7 @@ import pytest
 from anarchon import Scheduler
 from anarchon.backend import Grant, Outcome
 from anarchon.run import Run, RunStatus, ms_to_datetime
-from anarchon_rabbitmq._history import ERROR_MAX_BYTES, stream_arguments
+from anarchon_rabbitmq._records import ERROR_MAX_BYTES, stream_arguments
 
 pytestmark = pytest.mark.rabbitmq
 

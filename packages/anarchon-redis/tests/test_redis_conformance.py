@@ -16,6 +16,8 @@ from anarchon_conformance import (
     LeaseTests,
     LivenessTests,
     PlantForeignRecord,
+    RegistryTests,
+    ScheduleStoreTests,
 )
 from anarchon_redis import RedisBackend
 
@@ -77,7 +79,9 @@ class TestRedisConformance(BackendSuite, HistoryLimitTests):
         return _plant
 
 
-class TestRedisClusterConformance(ClaimTests, LeaseTests, BackfillTests, LivenessTests):
+class TestRedisClusterConformance(
+    ClaimTests, LeaseTests, BackfillTests, LivenessTests, RegistryTests, ScheduleStoreTests
+):
     @pytest.fixture
     async def backend_factory(self, cluster_url: str) -> AsyncIterator[BackendFactory]:
         async for factory in _factory(cluster_url):

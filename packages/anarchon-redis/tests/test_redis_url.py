@@ -78,8 +78,12 @@ def test_history_through_the_cli_reads_the_prefix_given_in_the_url(
     monkeypatch.setenv("ANARCHON_BACKEND", url)
     assert main(["history", name, "--limit", "1", "--json"]) == 0
     assert [r["slot_ms"] for r in json.loads(capsys.readouterr().out)] == [second.slot_ms]
-    # The default prefix is another namespace, and the message says which one was read.
-    assert main(["history", "--backend", redis_url, name]) == 0
+    # The default prefix is another namespace: no runs and no live instance there, so the name is refused,
+    # and the message says which namespace was read; --force reads it anyway.
+    assert main(["history", "--backend", redis_url, name]) == 2
+    err = capsys.readouterr().err
+    assert "no live instance defines a job named" in err and "prefix='cron:'" in err
+    assert main(["history", "--backend", redis_url, name, "--force"]) == 0
     out = capsys.readouterr().out
     assert "no runs recorded" in out and "prefix='cron:'" in out
 

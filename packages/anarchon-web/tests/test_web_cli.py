@@ -35,7 +35,7 @@ def test_job_arguments(text: str, parsed: tuple[str, str, str]) -> None:
     ("argv", "words"),
     [
         ([], "give module:attr, or --backend URL"),
-        (["--backend", "memory://"], "--backend alone names no job"),
+        (["--backend", "memory://", "--actions"], "--actions needs module:attr: the fleet's jobs"),
         (["--backend", "memory://", "--job", "nocron"], "write NAME=CRON"),
         (["--backend", "memory://", "--job", "a b=* * * * *"], "job name 'a b' is not allowed"),
         (["--backend", "memory://", "--job", "a=not cron"], "cron"),
@@ -49,8 +49,8 @@ def test_bad_command_lines_exit_2_saying_what_to_do(argv: list[str], words: str,
 
 
 def test_the_core_command_can_delegate_under_its_own_name(capsys: Any) -> None:
-    assert cli.main(["--backend", "memory://"], prog="anarchon web") == 2
-    assert capsys.readouterr().err.startswith("anarchon web: error: --backend alone names no job")
+    assert cli.main(["--backend", "memory://", "--actions"], prog="anarchon web") == 2
+    assert capsys.readouterr().err.startswith("anarchon web: error: --actions needs module:attr")
 
 
 def test_module_attr_loads_the_application_s_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

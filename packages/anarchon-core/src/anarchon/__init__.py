@@ -16,6 +16,7 @@ import importlib.metadata
 from typing import Any
 
 from ._build import build_job
+from ._schedule_admin import Schedules, SyncSchedules
 from ._steer import TriggerTimeoutError
 from .backend import Backend, LeaseBackend
 from .backfill import BackfillSummary
@@ -32,8 +33,10 @@ from .errors import (
     BackendNotInstalledError,
     BackendUnavailableError,
     BackfillError,
+    InstanceIdInUseError,
     InvalidJobError,
     JobNotFoundError,
+    ScheduleConflictError,
     UnsupportedOperationError,
     UnsupportedOptionError,
 )
@@ -44,6 +47,7 @@ from .memory import MemoryBackend, MemoryStore
 from .options import JobOptions
 from .run import Run, RunId, RunStatus
 from .scheduler import Scheduler
+from .schedules import ScheduleChange, StoredSchedule
 
 try:
     __version__ = importlib.metadata.version("anarchon-core")
@@ -65,6 +69,7 @@ __all__ = [
     "Clock",
     "Grant",
     "Heart",
+    "InstanceIdInUseError",
     "InvalidJobError",
     "Job",
     "JobFunc",
@@ -81,9 +86,14 @@ __all__ = [
     "RunId",
     "RunRequest",
     "RunStatus",
+    "ScheduleChange",
+    "ScheduleConflictError",
     "Scheduler",
     "SchedulerThread",
+    "Schedules",
     "SkewedClock",
+    "StoredSchedule",
+    "SyncSchedules",
     "SystemClock",
     "TriggerTimeoutError",
     "UnsupportedOperationError",

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Protocol
 
 from ._memory_book import Record, Store
 from .claims import Claim, ClaimResult, Outcome
 from .control import REQUEST_TTL_MS, PauseState, RunRequest, paused_run
 from .run import RunStatus
 
-__all__ = ["MemoryControl"]
+__all__ = ["ControlMixin", "MemoryControl"]
 
 
 class MemoryControl:
@@ -83,3 +84,36 @@ class MemoryControl:
         with self._store._lock:
             for request in requests:
                 self._requests.pop((request.job, request.slot_ms), None)
+
+
+class _Steered(Protocol):
+    """What the mixin needs of the store (a :class:`~anarchon.memory.MemoryStore`): no import of it, no circle."""
+
+    control: MemoryControl
+
+
+class ControlMixin:
+    """Mixed into :class:`~anarchon.memory.MemoryBackend`: steering, kept in the store's :class:`MemoryControl`."""
+
+    store: _Steered
+
+    async def pause(self, job: str, *, reason: str | None = None, by: str | None = None) -> PauseState:
+        return self.store.control.pause(job, reason, by)
+
+    async def resume(self, job: str, *, by: str | None = None) -> PauseState | None:
+        return self.store.control.resume(job)
+
+    async def pauses(self) -> list[PauseState]:
+        return self.store.control.pauses()
+
+    async def claim_paused(self, claims: Sequence[Claim]) -> list[ClaimResult | None]:
+        return [self.store.control.claim_paused(c) for c in claims]
+
+    async def request_run(self, job: str, *, by: str | None = None) -> RunRequest:
+        return self.store.control.request_run(job, by)
+
+    async def run_requests(self) -> list[RunRequest]:
+        return self.store.control.run_requests()
+
+    async def run_requests_done(self, requests: Sequence[RunRequest]) -> None:
+        self.store.control.run_requests_done(requests)

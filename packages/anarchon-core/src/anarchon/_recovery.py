@@ -56,6 +56,7 @@ class Recovery:
         run: Callable[[Job, Grant, float, int | None], Awaitable[object]],
         stopping: Callable[[], bool],
         beating: Callable[[], bool] = lambda: True,
+        claims: Callable[[str], bool] = lambda name: True,
     ) -> None:
         self._backend = backend
         self._clock = clock
@@ -71,6 +72,8 @@ class Recovery:
         #: Whether this instance's heartbeat holds (always, without liveness): while it has
         #: lapsed, every grant would be handed straight back, so nothing is taken over.
         self._beating = beating
+        #: Whether this instance claims a job's slots (not when the fleet runs another definition).
+        self._claims = claims
 
     async def take_over_loop(self) -> None:
         while not self._stopping():
@@ -121,7 +124,7 @@ class Recovery:
 
     async def catch_up(self) -> None:
         """Claim the slots missed while no instance could claim them, per each job's ``catch_up``."""
-        jobs = [j for j in self._registry.all() if j.options.catches_up]
+        jobs = [j for j in self._registry.all() if j.options.catches_up and self._claims(j.name)]
         if not jobs:
             return
         try:

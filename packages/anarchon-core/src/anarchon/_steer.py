@@ -46,7 +46,7 @@ class Steering:
         so it survives restarts of every instance. Runs already going finish.
         Manual runs (``run_now``, ``trigger``) still run. Raises
         :class:`~anarchon.errors.UnsupportedOperationError` on a backend
-        without the ``pause`` capability (RabbitMQ, NATS).
+        without the ``pause`` capability (``anarchon backends`` lists each one's).
         """
         check_job_name(name)
         async with self._connected() as backend:

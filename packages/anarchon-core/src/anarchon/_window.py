@@ -1,7 +1,7 @@
 """A bound on the claims one instance has out to its backend at once; batches past it wait in order.
 
 Why: nothing bounded them. A backend that answered slower than slots came
-due (nats-server 2.9 once its per-subject limits were reached, in the
+due (a broker once its per-subject limits were reached, in the
 10-minute soak) had every second's batch of 1,000 claims sent at once and
 left waiting; tens of batches were outstanding per instance, the resident
 set grew from 174 MB to 1.1 GB, and the pile deepened the server's own

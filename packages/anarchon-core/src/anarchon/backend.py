@@ -84,6 +84,40 @@ Steering the fleet (optional, each behind a capability; see :mod:`anarchon.contr
       requests to run a job now; the instances claim each as a manual run of
       the request's slot, which the lease rules above decide once.
 
+The fleet registry (optional, ``capabilities.registry``; see :mod:`anarchon.fleet`):
+
+    * :meth:`~Backend.register` stores an instance's entry, two texts kept
+      as they are: ``head`` (small, read by every instance every poll) and
+      ``jobs`` (read only when the head's fingerprint changed). It replaces
+      the instance's earlier entry.
+    * :meth:`~Backend.registered` returns the heads of *live* instances only,
+      with when the store last heard from each: on a backend with liveness,
+      an instance whose heartbeat record is alive; elsewhere, one whose entry
+      was refreshed (:meth:`~Backend.keep_registered`) within
+      :data:`~anarchon.fleet.REGISTRY_TTL_MS`. Entries of instances dead for
+      longer than :data:`~anarchon.liveness.RETAIN_DEAD_MS` (or gone without
+      a heartbeat record) may be deleted by any reader.
+    * :meth:`~Backend.registered_jobs` returns the ``jobs`` texts of the
+      instances asked for (those it has).
+    * :meth:`~Backend.unregister` removes an instance's entry (a clean stop).
+
+Stored schedules (optional, ``capabilities.schedules``; see :mod:`anarchon.schedules`):
+
+    * :meth:`~Backend.put_schedule` stores (a record) or removes (``None``) one
+      schedule in one atomic step, only if its revision is the one expected
+      (0: it must not exist; ``None``: any), else raises
+      :class:`~anarchon.errors.ScheduleConflictError` and changes nothing.
+      Every change takes the next value of one counter shared by all
+      schedules, so revisions are unique and ordered, and appends its change
+      text to the schedule's log (the last :data:`~anarchon.schedules.LOG_KEEP`
+      kept). A removal leaves a tombstone (name, revision) that
+      :meth:`~Backend.schedules_since` reports; tombstones older than
+      :data:`~anarchon.schedules.TOMBSTONE_MS` go with their logs.
+    * :meth:`~Backend.schedules_revision` is the counter (read every poll: one
+      cheap read), :meth:`~Backend.schedules_since` what changed after a
+      revision, :meth:`~Backend.schedule` one record, :meth:`~Backend.schedule_log`
+      one schedule's changes. Records and change texts are kept as given.
+
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
 recover its connection by itself on a later call.
@@ -238,11 +272,14 @@ class Backend(abc.ABC):
     # -- steering the fleet (capabilities.pause, capabilities.trigger) ----------------
 
     def _unsupported(self, operation: str, capability: str) -> UnsupportedOperationError:
+        purpose = {"pause": "pause and resume jobs", "trigger": "trigger runs", "schedules": "store schedules"}.get(
+            capability, "see the fleet"
+        )
         return UnsupportedOperationError(
             f"{operation} needs a backend with the capability {capability!r}; backend {self.name!r} "
             f"({self.capabilities.kind} tier) does not have it: it keeps no job state that every instance "
-            "reads before it claims. Use Redis, PostgreSQL or SQLite (or memory:// in one process) to "
-            f"{'pause and resume jobs' if capability == 'pause' else 'trigger runs'} across the fleet",
+            f"reads before it claims. Use Redis, PostgreSQL or SQLite (or memory:// in one process) to {purpose} "
+            "across the fleet",
             operation=operation,
             capability=capability,
         )
@@ -290,6 +327,60 @@ class Backend(abc.ABC):
     async def run_requests_done(self, requests: Sequence[RunRequest]) -> None:
         """Forget requests whose manual claim was decided (won or lost: a record exists)."""
         raise self._unsupported("run_requests_done()", "trigger")
+
+    # -- the fleet registry (capabilities.registry; see anarchon.fleet) ----------------
+
+    async def register(self, instance: str, head: str, jobs: str) -> None:
+        """Store (replace) this instance's registry entry: its head and its job definitions."""
+        raise self._unsupported("register()", "registry")
+
+    async def keep_registered(self, instance: str) -> None:  # noqa: B027 - optional hook
+        """Called every registry poll; a backend whose entries live by a TTL refreshes it here.
+
+        A backend whose entries live as long as the instance's heartbeat needs nothing.
+        """
+
+    async def unregister(self, instance: str) -> None:
+        """Remove this instance's entry (a clean stop)."""
+        raise self._unsupported("unregister()", "registry")
+
+    async def registered(self) -> list[tuple[str, str, int | None]]:
+        """``(instance, head, seen_ms)`` of every live instance's entry; ``seen_ms``: when last heard of."""
+        raise self._unsupported("registered()", "registry")
+
+    async def registered_jobs(self, instances: Sequence[str]) -> dict[str, str]:
+        """The job-definition texts of these instances (those stored)."""
+        raise self._unsupported("registered_jobs()", "registry")
+
+    # -- stored schedules (capabilities.schedules; see anarchon.schedules) --------------
+
+    async def put_schedule(self, name: str, record: str | None, *, expect: int | None, change: str) -> int:
+        """Store (``record``) or remove (``None``) a schedule if it is at revision ``expect``; its new revision.
+
+        Atomic: the revision check, the write, the counter and the log entry happen together or not
+        at all. A removal of a schedule that does not exist is a conflict with ``current=0``.
+        """
+        raise self._unsupported("put_schedule()", "schedules")
+
+    async def schedules_revision(self) -> int:
+        """The last revision given to any schedule change (0: none yet); every instance reads it every poll."""
+        raise self._unsupported("schedules_revision()", "schedules")
+
+    async def schedules_since(self, revision: int) -> list[tuple[str, str | None, int]]:
+        """``(name, record, revision)`` of each schedule changed after ``revision``, in revision order.
+
+        ``record`` is ``None`` for a removal (a tombstone). With ``revision=0``: every stored
+        schedule, tombstones left out.
+        """
+        raise self._unsupported("schedules_since()", "schedules")
+
+    async def schedule(self, name: str) -> tuple[str, int] | None:
+        """One stored schedule's record and revision, ``None`` if there is none (a tombstone counts as none)."""
+        raise self._unsupported("schedule()", "schedules")
+
+    async def schedule_log(self, name: str) -> list[tuple[int, str]]:
+        """``(revision, change)`` of the schedule's kept changes, oldest first."""
+        raise self._unsupported("schedule_log()", "schedules")
 
 
 class LeaseBackend(Backend):

@@ -36,6 +36,12 @@ class Capabilities:
     #: ``trigger()``: a request to run a job once now, stored for every instance's control
     #: poll to claim as a manual run (:meth:`Backend.request_run`).
     trigger: bool = False
+    #: The fleet registry (:mod:`anarchon.fleet`): each live instance's head and job definitions
+    #: are stored (:meth:`Backend.register`), so views need only the backend and drift is caught.
+    registry: bool = False
+    #: Stored schedules (:mod:`anarchon.schedules`): schedules kept in the backend with a revision
+    #: each and a change log, changed at runtime, and read by every instance that has their task.
+    schedules: bool = False
 
     @property
     def kind(self) -> str:

@@ -23,6 +23,7 @@ __all__ = [
 #: Class name -> (import package, distribution) of the backends this project
 #: ships, so ``from anarchon import RedisBackend`` works once installed and
 #: otherwise names what to install.
+# >>> generated: first-party (scripts/backends.py, from packages/*/backend.toml)
 FIRST_PARTY: dict[str, tuple[str, str]] = {
     "SQLiteBackend": ("anarchon_sqlite", "anarchon-sqlite"),
     "RedisBackend": ("anarchon_redis", "anarchon-redis"),
@@ -30,10 +31,7 @@ FIRST_PARTY: dict[str, tuple[str, str]] = {
     "RabbitMQBackend": ("anarchon_rabbitmq", "anarchon-rabbitmq"),
     "NatsBackend": ("anarchon_nats", "anarchon-nats"),
 }
-
-#: URL scheme -> distribution that provides it, for the "not installed" message.
-SCHEME_DISTRIBUTIONS: dict[str, str] = {
-    "memory": "anarchon-core",
+_BACKEND_SCHEMES: dict[str, str] = {
     "sqlite": "anarchon-sqlite",
     "redis": "anarchon-redis",
     "rediss": "anarchon-redis",
@@ -44,6 +42,10 @@ SCHEME_DISTRIBUTIONS: dict[str, str] = {
     "nats": "anarchon-nats",
     "tls": "anarchon-nats",
 }
+# <<< generated: first-party
+
+#: URL scheme -> distribution that provides it, for the "not installed" message.
+SCHEME_DISTRIBUTIONS: dict[str, str] = {"memory": "anarchon-core", **_BACKEND_SCHEMES}
 
 #: ``anarchon`` subcommand -> the distribution that adds it (through the hook
 #: ``anarchon_register_commands``), for the hint when it is not installed.

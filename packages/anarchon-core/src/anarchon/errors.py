@@ -9,7 +9,8 @@ The tree::
     ├── BackendUnavailableError (ConnectionError) start() could not reach the backend
     ├── JobNotFoundError (KeyError)          no job of that name on this scheduler
     ├── BackfillError (ValueError)           a backfill that cannot be done as asked
-    └── UnsupportedOperationError (NotImplementedError)  pause/trigger on a backend without the capability
+    ├── UnsupportedOperationError (NotImplementedError)  pause/trigger on a backend without the capability
+    └── ScheduleConflictError (ValueError)   a stored schedule changed over someone else's change
 
 Each inherits the builtin a caller would already catch, so ``except ValueError``
 around ``add()`` keeps working.
@@ -23,8 +24,10 @@ __all__ = [
     "BackendNotInstalledError",
     "BackendUnavailableError",
     "BackfillError",
+    "InstanceIdInUseError",
     "InvalidJobError",
     "JobNotFoundError",
+    "ScheduleConflictError",
     "UnsupportedOperationError",
     "UnsupportedOptionError",
 ]
@@ -77,6 +80,10 @@ class BackfillError(AnarchonError, ValueError):
         self.option = option
 
 
+class InstanceIdInUseError(AnarchonError, ValueError):
+    """A live instance on another host (or another live process here) holds this instance id."""
+
+
 class UnsupportedOperationError(AnarchonError, NotImplementedError):
     """A fleet operation (pause, resume, trigger) the backend cannot do.
 
@@ -88,6 +95,30 @@ class UnsupportedOperationError(AnarchonError, NotImplementedError):
         super().__init__(message)
         self.operation = operation
         self.capability = capability
+
+
+class ScheduleConflictError(AnarchonError, ValueError):
+    """A stored schedule was not at the revision the change expected (``expected`` 0: absent).
+
+    ``current`` is its revision now, 0 when there is no such schedule. Nothing was changed:
+    read it again (``anarchon schedules show``), then repeat the change against ``current``.
+    """
+
+    def __init__(self, name: str, expected: int | None, current: int) -> None:
+        if current == 0:
+            text = f"there is no stored schedule named {name!r}; add it first (anarchon schedules add)"
+        elif expected == 0:
+            text = f"a stored schedule named {name!r} exists already (revision {current}); change it with 'set'"
+        else:
+            text = (
+                f"stored schedule {name!r} is at revision {current}, not {expected}: someone changed it since "
+                f"you read it; read it again (anarchon schedules show {name}) and repeat the change "
+                f"with --if-revision {current}"
+            )
+        super().__init__(text)
+        self.name = name
+        self.expected = expected
+        self.current = current
 
 
 class AnarchonDeprecationWarning(DeprecationWarning):

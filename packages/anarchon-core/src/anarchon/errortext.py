@@ -3,8 +3,8 @@
 A run's ``error`` is ``"TypeName: message"``. The message is the user's: it
 may hold NUL (PostgreSQL ``text`` refuses it), a lone surrogate such as an
 f-string of an undecodable file name gives (no UTF-8 encoder takes it:
-PostgreSQL, SQLite, every JSON-over-bytes store), megabytes (a NATS message
-is 1 MB at most), or an ``__str__`` that raises. :func:`error_text` turns
+PostgreSQL, SQLite, every JSON-over-bytes store), megabytes (a broker's message
+is often 1 MB at most), or an ``__str__`` that raises. :func:`error_text` turns
 all of that into a bounded, printable, valid-UTF-8 text and never raises, so
 recording the run can never be what fails. Backends pass a stored text
 through :func:`clean_text` as well (defence in depth: a third party's

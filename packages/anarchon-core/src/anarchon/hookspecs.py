@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .backend import Backend
     from .commands import CliCommand
     from .context import RunContext
+    from .fleet import FleetJob
     from .job import Job
     from .run import Run
 
@@ -164,6 +165,16 @@ def anarchon_claim_lost(scheduler: Scheduler, job: Job, slot_ms: int, reason: st
     :param reason: ``"lost"`` (another instance won), ``"unknown"`` (the answer
         was lost; the slot is not run here), or ``"stale"`` (this instance's
         lease was taken over or could not be renewed in time).
+    """
+
+
+@hookspec
+def anarchon_job_drift(scheduler: Scheduler, job: FleetJob, winner: str | None) -> None:
+    """The definitions of a job among live instances changed: they began or stopped differing.
+
+    :param job: the job across the live fleet (``job.drift`` is false once one definition is left).
+    :param winner: the fingerprint that runs by the scheduler's ``drift`` policy, ``None`` with
+        ``"each"`` or when nothing differs.
     """
 
 

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ._memory_book import Book as _Book
 from ._memory_book import Record as _Record
-from ._memory_control import MemoryControl
+from ._memory_control import ControlMixin, MemoryControl
+from ._memory_fleet import MemoryFleet, RegistryMixin
+from ._memory_schedules import MemorySchedules, SchedulesMixin
 from .backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
-from .control import PauseState, RunRequest
 from .liveness import RETAIN_DEAD_MS, Beat, Heart
 from .options import check_history_limit
 from .run import Run, RunStatus, ms_to_datetime
@@ -49,6 +50,10 @@ class MemoryStore:
         self._alive: dict[str, int] = {}
         #: Pauses and run requests, under the same lock (``_memory_control``).
         self.control = MemoryControl(self)
+        #: The fleet registry, under the same lock (``_memory_fleet``).
+        self.fleet = MemoryFleet(self)
+        #: Stored schedules, under the same lock (``_memory_schedules``).
+        self.schedules = MemorySchedules(self)
 
     def _book(self, job: str) -> _Book:
         book = self._books.get(job)
@@ -281,7 +286,7 @@ class MemoryStore:
                 book.order[:cut] = kept
 
 
-class MemoryBackend(LeaseBackend):
+class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, LeaseBackend):
     """A lease backend in this process's memory (``memory://``).
 
     For tests, examples and single-process use. Each object is one instance;
@@ -291,8 +296,17 @@ class MemoryBackend(LeaseBackend):
     name: ClassVar[str] = "memory"
     url_schemes: ClassVar[tuple[str, ...]] = ("memory",)
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=True, history_ttl=True, multi_process=False, liveness=True, backfill=True, pause=True, trigger=True
+        lease=True,
+        history_ttl=True,
+        multi_process=False,
+        liveness=True,
+        backfill=True,
+        pause=True,
+        trigger=True,
+        registry=True,
+        schedules=True,
     )
+    store: MemoryStore
 
     def __init__(self, store: MemoryStore | None = None) -> None:
         self.store = store if store is not None else MemoryStore()
@@ -336,29 +350,6 @@ class MemoryBackend(LeaseBackend):
 
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         return {job.name: self.store.mark(job.name) for job in jobs}
-
-    # -- steering the fleet: the store's MemoryControl -------------------------------
-
-    async def pause(self, job: str, *, reason: str | None = None, by: str | None = None) -> PauseState:
-        return self.store.control.pause(job, reason, by)
-
-    async def resume(self, job: str, *, by: str | None = None) -> PauseState | None:
-        return self.store.control.resume(job)
-
-    async def pauses(self) -> list[PauseState]:
-        return self.store.control.pauses()
-
-    async def claim_paused(self, claims: Sequence[Claim]) -> list[ClaimResult | None]:
-        return [self.store.control.claim_paused(c) for c in claims]
-
-    async def request_run(self, job: str, *, by: str | None = None) -> RunRequest:
-        return self.store.control.request_run(job, by)
-
-    async def run_requests(self) -> list[RunRequest]:
-        return self.store.control.run_requests()
-
-    async def run_requests_done(self, requests: Sequence[RunRequest]) -> None:
-        self.store.control.run_requests_done(requests)
 
     def heart(self) -> Heart:
         return _MemoryHeart(self.store)

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from .backend import Backend
 from .context import RunContext
+from .fleet import FleetJob
 from .hookspecs import (
     Scheduler,
     anarchon_backend_error,
@@ -19,6 +20,7 @@ from .hookspecs import (
     anarchon_claims_decided,
     anarchon_clock_checked,
     anarchon_clock_skew,
+    anarchon_job_drift,
     anarchon_lease_lost,
     anarchon_run_ended,
     anarchon_run_finished,
@@ -99,6 +101,9 @@ class Observers:
 
     def claim_lost(self, job: Job, slot_ms: int, reason: str) -> None:
         self._plugins.notify(anarchon_claim_lost, scheduler=self._scheduler, job=job, slot_ms=slot_ms, reason=reason)
+
+    def job_drift(self, job: FleetJob, winner: str | None) -> None:
+        self._plugins.notify(anarchon_job_drift, scheduler=self._scheduler, job=job, winner=winner)
 
     def backend_error(self, operation: str, error: BaseException) -> None:
         self._plugins.notify(anarchon_backend_error, scheduler=self._scheduler, operation=operation, error=error)

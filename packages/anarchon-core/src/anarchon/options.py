@@ -303,7 +303,18 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
             option="jitter_ms",
             value=opts.jitter_ms,
         )
-    return opts
+    return _shared(opts)
+
+
+#: Equal options, one object: 100,000 stored schedules hold a handful of distinct option sets.
+_SHARED: dict[JobOptions, JobOptions] = {}
+_SHARED_MAX = 10_000
+
+
+def _shared(opts: JobOptions) -> JobOptions:
+    if len(_SHARED) >= _SHARED_MAX:
+        _SHARED.clear()
+    return _SHARED.setdefault(opts, opts)
 
 
 def _check_policies(job: str, backend: str, opts: JobOptions) -> JobOptions:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
@@ -32,29 +31,36 @@ from ._backfill import Backfilling
 from ._batcher import ClaimBatcher
 from ._build import build_job
 from ._control_loop import ControlLoop
+from ._fleetwatch import FleetWatch
 from ._health import BackendHealth, error_text
 from ._identity import check_instance_id, default_instance_id
 from ._keeper import LeaseKeeper
 from ._pausegate import PauseGate
+from ._reading import Reading
 from ._recovery import Recovery
 from ._registry import JobRegistry
 from ._runner import RunExecutor
+from ._runnow import RunNow
 from ._serve import serve
 from ._skew import watch_skew
 from ._steer import Steering
+from ._storedwatch import StoredWatch
+from ._taskbook import TaskBook
 from ._tasks import Tasks
 from ._timer import SlotTimer
+from ._version import app_version, check_drift
 from ._watchdog import watch_loop
-from .backend import Backend, LeaseBackend, Outcome
+from .backend import Backend, LeaseBackend
 from .clock import Clock, SystemClock
 from .context import JobFunc
-from .errors import AnarchonError, BackendUnavailableError
+from .errors import BackendUnavailableError
+from .fleet import DriftPolicy
 from .heartbeat import Heartbeat
 from .job import Job
 from .observers import Observers
 from .options import check_job_name
 from .plugins import PluginManager
-from .run import Run, RunStatus, ms_to_datetime
+from .run import ms_to_datetime
 
 __all__ = ["Scheduler"]
 
@@ -62,8 +68,6 @@ log = logging.getLogger("anarchon")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Tries of ``run_now`` when another instance ran the job in the same millisecond.
-RUN_NOW_TRIES = 20
 #: How long stop() waits for its own tasks (timer, keeper, loops) once cancelled.
 TASKS_BOUND_S = 1.0
 #: Back-off between connection attempts of start(wait=False).
@@ -72,13 +76,16 @@ CONNECT_BACKOFF_MIN_S, CONNECT_BACKOFF_MAX_S = 0.2, 30.0
 FIRST_BEAT_TIMEOUT_S = 10.0
 
 
-class Scheduler(Steering, Backfilling):
+class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
     """Runs each slot of each job on exactly one instance.
 
     ``backend`` is a :class:`~anarchon.backend.Backend`, a URL whose scheme
     names one (``"redis://cache:6379/0"``), or ``None`` for the
     ``ANARCHON_BACKEND`` environment variable, else ``sqlite:///anarchon.sqlite3``.
-    ``clock`` exists for tests and the fault harness.
+    ``clock`` exists for tests and the fault harness. ``version`` (shown in
+    the fleet registry) and ``drift`` (which definition of a job runs when
+    live instances differ: ``"newest"``, ``"oldest"`` or ``"each"``) are on
+    the docs page "Rolling deploys and the fleet".
     """
 
     def __init__(
@@ -89,9 +96,15 @@ class Scheduler(Steering, Backfilling):
         plugins: Iterable[object] = (),
         clock: Clock | None = None,
         liveness: bool = True,
+        version: str | None = None,
+        drift: DriftPolicy = "newest",
     ) -> None:
         if not isinstance(liveness, bool):
             raise TypeError(f"liveness={liveness!r} must be True (the default) or False")
+        #: This application's version, shown in the fleet registry (see anarchon._version).
+        self.version = app_version(version)
+        #: Which definition of a job runs when live instances differ (see anarchon._fleetwatch).
+        self.drift = check_drift(drift)
         #: Keep a heartbeat where the backend offers one (see anarchon.liveness). Without it this
         #: instance's runs survive a backend outage up to 0.9 x lease_ms, and wait for their lease
         #: when it dies.
@@ -101,6 +114,7 @@ class Scheduler(Steering, Backfilling):
         self.instance_id = check_instance_id(instance_id) if instance_id is not None else default_instance_id()
         self.clock: Clock = clock or SystemClock()
         self._registry = JobRegistry()
+        self._task_funcs: dict[str, Callable[..., Any]] = {}
         self._observers = Observers(self._plugins, self)
         self._started = False
         #: Connected and scheduling; False while start(wait=False) waits for the backend.
@@ -137,13 +151,23 @@ class Scheduler(Steering, Backfilling):
             runlog=self._runner.runlog,
             stopping=self._is_stopping,
         )
+        self._fleetwatch = FleetWatch(
+            backend, self._registry, instance, self.version, self.drift, clock, self._health, observers,
+            stopping=self._is_stopping, tasks=self._task_funcs,
+        )  # fmt: skip
+        registry = self._registry
+        self._stored = StoredWatch(
+            backend, self._task_funcs, clock, self._health, install=self._install_stored, uninstall=self.remove,
+            is_code_job=lambda name: name in registry and not registry.is_stored(name),
+            fleet=lambda: self._fleetwatch.fleet, stopping=self._is_stopping,
+        )  # fmt: skip
         self._timer = SlotTimer(
             self._registry,
             clock,
             self._health,
             self._observers,
             lease=leases is not None,
-            on_due=self._batcher.submit_due,
+            on_due=self._on_due,
         )
         self._heartbeat: Heartbeat | None = None
         self._control = ControlLoop(
@@ -164,10 +188,16 @@ class Scheduler(Steering, Backfilling):
                 run=run,
                 stopping=self._is_stopping,
                 beating=self._beating,
+                claims=self._fleetwatch.runs,
             )
             if leases is not None
             else None
         )
+
+    def _on_due(self, due: list[tuple[Job, int, int]]) -> None:
+        """Slots came due: claim those of jobs whose definition here is the one that runs."""
+        runs = self._fleetwatch.runs
+        self._batcher.submit_due([d for d in due if runs(d[0].name)])
 
     def _is_stopping(self) -> bool:
         return self._stopping
@@ -189,6 +219,14 @@ class Scheduler(Steering, Backfilling):
         return self._registry.view
 
     @property
+    def superseded(self) -> frozenset[str]:
+        """Jobs whose slots this instance does not claim: live instances hold another definition that runs.
+
+        Empty unless definitions drift and the ``drift`` policy is ``"newest"`` or ``"oldest"``.
+        """
+        return self._fleetwatch.superseded
+
+    @property
     def plugins(self) -> PluginManager:
         return self._plugins
 
@@ -204,10 +242,15 @@ class Scheduler(Steering, Backfilling):
     def add(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
         """Register a job; every option is checked here, before anything runs."""
         check_job_name(name)
-        if name in self._registry:
+        if name in self._registry and not self._registry.is_stored(name):
             raise ValueError(f"a job named {name!r} is already added; remove() it first or pick another name")
         job = self.build_job(name, cron, func, **options)
-        self._registry.add(job, options)
+        if name in self._registry:  # a stored schedule of that name ran here: the code job wins
+            self._stored.yield_to_code(name)
+        return self._install(job, options, stored=False)
+
+    def _install(self, job: Job, options: dict[str, Any], *, stored: bool) -> Job:
+        self._registry.add(job, options, stored=stored)
         if self._ready and not self._stopping:
             self._timer.schedule(job, self.clock.now_ms())
             self._tasks.spawn(self._prepare([job]))
@@ -275,10 +318,22 @@ class Scheduler(Steering, Backfilling):
         await self._open_backend()
         try:
             await self._prepare(self._registry.all(), raise_errors=True)
+            await self._fleetwatch.check_id()  # before the first beat: never beat under a live instance's id
             await self._start_heartbeat()
+            await self._fleetwatch.join()  # before the first claim: a superseded definition never claims
+            await self._load_stored()
         except BaseException:
+            await self._stop_heartbeat()
             await self._close_backend()
             raise
+
+    async def _load_stored(self) -> None:
+        """Read the stored schedules before the first claim; one unread does not stop the start (the poll retries)."""
+        try:
+            await self._stored.load()
+        except Exception as exc:
+            log.warning("stored schedules: not read yet: %s; trying again every second", error_text(exc))
+            self._health.failed("schedules", exc)
 
     async def _start_heartbeat(self) -> None:
         """Beat once before the first claim: a run claimed without a record would wait out its lease if we died."""
@@ -338,6 +393,8 @@ class Scheduler(Steering, Backfilling):
         if caps.pause or caps.trigger:
             await self._control.refresh_pauses()  # before the first claim: a restart never runs a paused slot
             self._tasks.spawn(self._control.run_forever())
+        self._tasks.spawn(self._fleetwatch.run_forever())
+        self._tasks.spawn(self._stored.run_forever())
         self._batcher.start()
         self._timer.start(jobs, self.clock.now_ms())
         self._ready = True
@@ -383,6 +440,7 @@ class Scheduler(Steering, Backfilling):
         self._timer.clear()
         if self._keeper is not None:
             self._keeper.clear()
+        await self._fleetwatch.leave()
         await self._stop_heartbeat()
         await self._close_backend()
         self._started = self._ready = False
@@ -433,43 +491,3 @@ class Scheduler(Steering, Backfilling):
             if raise_errors:
                 raise
             self._health.failed("prepare", exc)
-
-    # -- history ---------------------------------------------------------------
-
-    async def history(self, name: str, limit: int = 100) -> list[Run]:
-        """The job's runs, newest first (works before start() too)."""
-        check_job_name(name)
-        async with self._connected() as backend:
-            return await backend.history(name, limit)
-
-    async def last_run(self, name: str) -> Run | None:
-        check_job_name(name)
-        async with self._connected() as backend:
-            return await backend.last_run(name)
-
-    async def run_now(self, name: str) -> Run:
-        """Run the job now on this instance, through the backend, and return the finished run."""
-        job = self._registry.get(name)
-        async with self._connected():
-            slot_ms = self.clock.now_ms()
-            for _ in range(RUN_NOW_TRIES):
-                claim = self._batcher.claim(job, slot_ms, manual=True)
-                sent = time.monotonic()
-                (result,) = await self.backend.claim([claim])
-                if result.outcome is Outcome.WON and result.grant is not None:
-                    run = await self._runner.execute(job, result.grant, sent)
-                    if run is None:
-                        raise AnarchonError(f"run_now({name!r}): this instance lost the lease during the run")
-                    return run
-                if result.outcome is Outcome.SKIPPED:
-                    self._observers.slot_skipped(job, slot_ms, "overlap")
-                    return result.record or Run(
-                        job=name, slot_ms=slot_ms, status=RunStatus.SKIPPED, instance=self.instance_id, manual=True
-                    )
-                if result.outcome is Outcome.UNKNOWN:
-                    break
-                # Another caller ran it in the same millisecond. A random step, not +1: callers that
-                # collided would otherwise collide again at every try, in lockstep (six threads of
-                # one web process calling run_now at once used up the tries: a recipe's CI failure).
-                slot_ms = max(slot_ms + random.randint(1, 16), self.clock.now_ms())
-            raise AnarchonError(f"run_now({name!r}): the backend did not grant a manual run; try again")

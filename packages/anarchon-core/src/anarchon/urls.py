@@ -96,7 +96,7 @@ def redact_url(url: str, *, bare_user_is_secret: bool = True) -> str:
     """The URL fit for logs, ``repr`` and error texts: no password, token or secret query value.
 
     A password becomes ``***`` (``redis://:***@cache:6379/0``); so does a
-    user name that comes alone (``nats://***@host``: NATS tokens and many
+    user name that comes alone (``tls://***@host``: broker tokens and many
     services' API keys travel that way) unless ``bare_user_is_secret`` is
     false (PostgreSQL and AMQP user names). Query values of keys named like
     credentials (``password``, ``sslpassword``, ``token``…) are masked too.

@@ -14,6 +14,7 @@ from anarchon.options import check_job_name
 from anarchon.urls import redact_url
 
 __all__ = [
+    "check_positive_int",
     "check_prefix",
     "check_stream_name",
     "claim_msg_id",
@@ -96,3 +97,9 @@ def redact_server(url: str) -> str:
 
 def redact_servers(servers: Sequence[str]) -> list[str]:
     return [redact_server(s) for s in servers]
+
+
+def check_positive_int(name: str, value: object, example: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} must be a positive integer; for example {name}={example}")
+    return value

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+import nats
+
 from anarchon.urls import UrlOptions, integer, read_query, split_url, text, url_scheme
 
-__all__ = ["URL_OPTIONS", "check_server", "connect_credentials", "read_nats_url"]
+__all__ = ["URL_OPTIONS", "check_server", "connect_credentials", "is_refusal", "read_nats_url"]
 
 SCHEMES = ("nats", "tls")
 
@@ -82,3 +84,9 @@ def connect_credentials(servers: list[str]) -> tuple[list[str], dict[str, str]]:
         parts = urlsplit(server if "://" in server else f"nats://{server}")
         bare.append(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])))
     return bare, ({"token": user} if password is None else {"user": user, "password": password})
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """Whether the server refused the credentials; nats-py reports that as a typed error or
+    as a plain ``Error`` whose text is the server's ``-ERR 'Authorization Violation'``."""
+    return isinstance(exc, nats.errors.AuthorizationError) or "authorization violation" in str(exc).lower()

@@ -9,7 +9,7 @@ nats-server before 2.10 does that removal slowly over many subjects
 server CPU per 1,000 publishes against 64 ms without the limit; 2.15.1 spent
 80 against 78. In the 10-minute soak (3 instances x 1,000 every-second jobs)
 2.9.10 fell behind from the minute the histories filled on a loaded machine
-and 2.15.1 ran every slot (``benchmarks/results/soak.md``). A warning, not a refusal: a small fleet on 2.9
+and 2.15.1 ran every slot (``benchmarks/results/REPORT.md``, Soak). A warning, not a refusal: a small fleet on 2.9
 never notices.
 """
 

@@ -31,6 +31,7 @@ from anarchon.errors import BackendUnavailableError, InvalidJobError
 from anarchon.options import check_history_limit, check_job_name
 
 from ._names import (
+    check_positive_int,
     check_prefix,
     check_stream_name,
     claim_msg_id,
@@ -41,10 +42,11 @@ from ._names import (
     results_subject,
 )
 from ._records import decode_claim, encode_claim, encode_result, join_history
+from ._registry import RegistryMixin
 from ._replicas import single_copy_warning
 from ._requests import Requests, stored_data
 from ._stream import StreamNeeds, ensure_stream
-from ._url import check_server, connect_credentials, read_nats_url
+from ._url import check_server, connect_credentials, is_refusal, read_nats_url
 from ._version import old_server_warning
 
 if TYPE_CHECKING:
@@ -65,19 +67,7 @@ READ_TIMEOUT_S = 5.0
 _MSG_ID = "Nats-Msg-Id"
 
 
-def _positive_int(name: str, value: object, example: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r} must be a positive integer; for example {name}={example}")
-    return value
-
-
-def _is_refusal(exc: BaseException) -> bool:
-    """Whether the server refused the credentials; nats-py reports that as a typed error or
-    as a plain ``Error`` whose text is the server's ``-ERR 'Authorization Violation'``."""
-    return isinstance(exc, nats.errors.AuthorizationError) or "authorization violation" in str(exc).lower()
-
-
-class NatsBackend(Backend):
+class NatsBackend(RegistryMixin, Backend):
     """A claim backend on NATS JetStream (``nats://``, ``tls://``).
 
     ``servers`` is one URL or a list (one string may hold several servers
@@ -91,7 +81,7 @@ class NatsBackend(Backend):
     name: ClassVar[str] = "nats"
     url_schemes: ClassVar[tuple[str, ...]] = ("nats", "tls")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=False, history_ttl=False, server_clock=False, idempotent_claim=True, multi_process=True
+        lease=False, history_ttl=False, server_clock=False, idempotent_claim=True, multi_process=True, registry=True
     )
 
     def __init__(
@@ -122,15 +112,17 @@ class NatsBackend(Backend):
         self.connection = connection
         self.stream = check_stream_name(stream)
         self.prefix = check_prefix(prefix)
-        self.duplicate_window_ms = _positive_int("duplicate_window_ms", duplicate_window_ms, 300_000)
-        self.history_size = _positive_int("history_size", history_size, 1000)
+        self.duplicate_window_ms = check_positive_int("duplicate_window_ms", duplicate_window_ms, 300_000)
+        self.history_size = check_positive_int("history_size", history_size, 1000)
         if replicas is not None:
-            _positive_int("replicas", replicas, 3)
+            check_positive_int("replicas", replicas, 3)
             if replicas > 5:
                 raise ValueError(f"replicas={replicas!r}: JetStream allows 1 to 5 replicas; for example replicas=3")
         self.replicas = replicas
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
+        self._kv = None
+        self._heads = {}
         self._per_subject = 0
         self._needed = self.history_size
         self._requests = Requests()
@@ -261,7 +253,7 @@ class NatsBackend(Backend):
         except (asyncio.TimeoutError, OSError, nats.errors.Error) as exc:
             await self._drop(nc)
             # A refused password is what the user must fix, even if later retries only saw resets.
-            auth = [e for e in errors if _is_refusal(e)]
+            auth = [e for e in errors if is_refusal(e)]
             cause = auth[0] if auth else (errors[-1] if errors else exc)
             raise BackendUnavailableError(
                 f"could not connect to NATS at {self._where()} within {CONNECT_TIMEOUT_S:g} s "
@@ -280,7 +272,7 @@ class NatsBackend(Backend):
     async def close(self) -> None:
         if self._js is not None:
             await self._finishes.drain()
-        nc, self._nc, self._js = self._nc, None, None
+        nc, self._nc, self._js, self._kv = self._nc, None, None, None
         self._absent = False
         if nc is not None:
             await self._drop(nc)

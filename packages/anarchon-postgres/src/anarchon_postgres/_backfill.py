@@ -14,7 +14,9 @@ connection is safe.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 
@@ -24,7 +26,9 @@ from anarchon.run import RunStatus, datetime_to_ms, ms_to_datetime
 
 from ._schema import render_sql
 
-__all__ = ["BackfillStatements", "backfill_one"]
+__all__ = ["BackfillMixin", "BackfillStatements", "backfill_one"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,3 +80,28 @@ async def backfill_one(conn: asyncpg.Connection, sql: BackfillStatements, c: Cla
         if count > o.history_size + o.history_size // 16 or o.history_ttl_ms is not None:
             await conn.execute(sql.trim, c.job, count, o.history_size, o.history_ttl_ms, timeout=timeout)
     return ClaimResult(Outcome.WON, c.granted(fencing=fencing, lease_ms=o.lease_ms))
+
+
+class BackfillMixin:
+    """Mixed into :class:`~anarchon_postgres.PostgresBackend`: :meth:`anarchon.LeaseBackend.backfill`."""
+
+    _timeout: float
+    _backfill_sql: BackfillStatements
+
+    if TYPE_CHECKING:  # the backend's own, used here
+
+        def _missing_schema(self) -> None: ...
+
+        async def _call(self, what: str, op: Callable[[asyncpg.Connection, bool], Awaitable[T]]) -> T: ...
+
+    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """One transaction per backfill claim; not a hot path."""
+        self._missing_schema()
+        results: list[ClaimResult] = []
+        for c in claims:
+
+            async def op(conn: asyncpg.Connection, retry: bool, c: Claim = c) -> ClaimResult:
+                return await backfill_one(conn, self._backfill_sql, c, self._timeout)
+
+            results.append(await self._call("backfill", op))
+        return results

@@ -11,7 +11,6 @@ a query parameter.
 
 from __future__ import annotations
 
-# ruff: noqa: S608 - the only identifier in this SQL is the schema name, checked and quoted first
 import functools
 import logging
 import re
@@ -112,21 +111,16 @@ _MIGRATIONS = (
     _migration("migration_4.sql"),  # instances (heartbeats); a dead owner's runs count as expired
     _migration("migration_5.sql"),  # pauses, run requests, claim_paused (steering the fleet)
     _migration("migration_6.sql"),  # finish_many, renew_many: row by row, a plan no ANALYZE can turn
+    _migration("migration_7.sql"),  # registry: each live instance's head and job definitions
+    _migration("migration_8.sql"),  # stored schedules: records by revision, their logs, one counter
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
 async def _version(conn: asyncpg.Connection, schema: str, quoted: str) -> int:
-    # pg_tables is read with the statement's snapshot; to_regclass() would
-    # consult a syscache that an advisory lock does not refresh, and miss the
-    # table another instance just created.
-    exists = await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = 'schema_version')",
-        schema,
-    )
-    if not exists:
+    if not await conn.fetchval(_resource("schema_exists.sql"), schema):
         return 0
-    return int(await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {quoted}.schema_version"))
+    return int(await conn.fetchval(render_sql("schema_version_read.sql", quoted)))
 
 
 async def ensure_schema(conn: asyncpg.Connection, schema: str) -> bool:
@@ -141,7 +135,7 @@ async def ensure_schema(conn: asyncpg.Connection, schema: str) -> bool:
     if await _version(conn, schema, quoted) >= SCHEMA_VERSION:
         return False
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", _LOCK_CLASS, schema)
+        await conn.execute(_resource("schema_lock.sql"), _LOCK_CLASS, schema)
         current = await _version(conn, schema, quoted)
         if current >= SCHEMA_VERSION:
             return False
@@ -160,16 +154,14 @@ def migration_steps(quoted: str, current: int) -> list[tuple[int, str]]:
     :func:`migration_script` prints them for a DBA, so both are one list.
     """
     steps = [
-        (0, f"CREATE SCHEMA IF NOT EXISTS {quoted}"),
-        (
-            0,
-            f"CREATE TABLE IF NOT EXISTS {quoted}.schema_version ("
-            "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-        ),
+        (0, render_sql("schema_create.sql", quoted).strip()),
+        (0, render_sql("schema_version_table.sql", quoted).strip()),
     ]
+    record = render_sql("schema_version_insert.sql", quoted).strip()
     for version in range(current + 1, SCHEMA_VERSION + 1):
         steps.append((0, _MIGRATIONS[version - 1](quoted).strip()))
-        steps.append((version, f"INSERT INTO {quoted}.schema_version (version) VALUES ({int(version)})"))
+        # The version is a literal, not $1: the DBA's script (migration_script) runs these as they are.
+        steps.append((version, record.replace("$1", str(int(version)))))
     return steps
 
 

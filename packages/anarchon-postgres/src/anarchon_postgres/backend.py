@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
-from urllib.parse import parse_qsl, urlsplit
 
 import asyncpg  # type: ignore[import-untyped]
 
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError
-from anarchon.errortext import clean_text
 from anarchon.liveness import Heart
 from anarchon.options import check_history_limit
 from anarchon.records import decode_run, read_runs
-from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
+from anarchon.run import Run, datetime_to_ms
 
-from ._backfill import BackfillStatements, backfill_one
+from ._backfill import BackfillMixin, BackfillStatements
+from ._calls import UNREACHABLE, CallsMixin
 from ._control import ControlMixin
 from ._heart import PostgresHeart
-from ._replication import asynchronous_standbys
+from ._records import batch_args, claim_args, claim_result, finish_args
+from ._registry import RegistryMixin
+from ._replicas import asynchronous_standbys
+from ._schedules import SchedulesMixin
 from ._schema import (
     SCHEMA_VERSION,
     check_schema_name,
@@ -43,9 +45,6 @@ log = logging.getLogger("anarchon.postgres")
 
 T = TypeVar("T")
 
-#: Connections of the backend's own pool. Claims due together travel in one
-#: call, so a handful covers claims, renewals and finishes overlapping.
-_POOL_MAX = 4
 #: A batch longer than this is claimed in parts of this size, ``_CLAIMS_AT_ONCE``
 #: at a time: 10,000 slots due in one second then keep both cores of a small
 #: server busy (one statement runs on one), and leave the pool connections for
@@ -53,94 +52,8 @@ _POOL_MAX = 4
 _CHUNK = 1000
 _CLAIMS_AT_ONCE = 2
 
-#: Failures that leave a connection in doubt: the server ended the session,
-#: the socket died, or the client's protocol state is broken (a session killed
-#: while idle shows up as an InternalClientError on its next use). Such a
-#: connection is terminated, never handed back to the pool.
-_DEAD: tuple[type[BaseException], ...] = (
-    asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.OperatorInterventionError,
-    asyncpg.InternalClientError,
-    ConnectionError,
-)
-#: After these the same call is sent once more on another connection: nothing
-#: was committed, or what was is recognised (claims carry their token,
-#: take-overs and renewals re-judge the lease, a finish accepts its own record).
-_RETRYABLE: tuple[type[BaseException], ...] = (
-    *_DEAD,
-    asyncpg.exceptions.DeadlockDetectedError,
-    asyncpg.exceptions.SerializationError,
-)
-_SUSPECT: tuple[type[BaseException], ...] = (*_DEAD, asyncio.TimeoutError)
-_UNREACHABLE: tuple[type[BaseException], ...] = (*_RETRYABLE, OSError, asyncio.TimeoutError)
 
-
-async def _keep_session(conn: asyncpg.Connection) -> None:
-    """Pool reset that sends nothing: the backend leaves no session state behind.
-
-    asyncpg's default reset costs one round trip per release (BROKER-NOTES);
-    an open transaction is still rolled back by the pool itself.
-    """
-
-
-def _batch_args(c: Claim) -> tuple[Any, ...]:
-    """One scheduled claim as claim_batch's parameters after ``p_wait`` (claim()'s, less ``manual``)."""
-    options = c.options
-    return (
-        c.job,
-        c.slot_ms,
-        c.token,
-        c.instance,
-        ms_to_datetime(c.now_ms),
-        c.catch_up,
-        c.missed,
-        options.lease_ms,
-        options.overlap == "skip",
-        options.history_size,
-        options.history_ttl_ms,
-    )
-
-
-def _finish_args(grant: Grant, run: Run) -> tuple[Any, ...]:
-    """One finish as the finish statements' parameters, in order."""
-    return (
-        grant.job,
-        grant.slot_ms,
-        grant.manual,
-        grant.token,
-        run.status.value,
-        run.instance,
-        run.attempt,
-        run.fencing,
-        run.catch_up,
-        run.missed,
-        run.started_at,
-        run.finished_at,
-        run.duration_ms,
-        None if run.error is None else clean_text(run.error),  # no NUL, no lone surrogate: text refuses both
-    )
-
-
-def _claim_args(c: Claim) -> tuple[Any, ...]:
-    """One claim as the claim function's parameters, in order (one element of each array)."""
-    options = c.options
-    return (
-        c.job,
-        c.slot_ms,
-        c.manual,
-        c.token,
-        c.instance,
-        ms_to_datetime(c.now_ms),
-        c.catch_up,
-        c.missed,
-        options.lease_ms,
-        options.overlap == "skip",
-        options.history_size,
-        options.history_ttl_ms,
-    )
-
-
-class PostgresBackend(ControlMixin, LeaseBackend):
+class PostgresBackend(CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, LeaseBackend):
     """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
 
     Each claim, take-over, renewal and finish is one statement calling a
@@ -168,6 +81,8 @@ class PostgresBackend(ControlMixin, LeaseBackend):
         backfill=True,
         pause=True,
         trigger=True,
+        registry=True,
+        schedules=True,
     )
 
     def __init__(
@@ -234,7 +149,7 @@ class PostgresBackend(ControlMixin, LeaseBackend):
                 f"anarchon-postgres cannot create schema {self.schema!r} at {self._where()}: {exc}; "
                 "grant CREATE on the database to this user, or start it once as a user who may"
             ) from exc
-        except _UNREACHABLE as exc:
+        except UNREACHABLE as exc:
             await self._drop_own_pool()
             raise BackendUnavailableError(
                 f"PostgreSQL at {self._where()} failed while preparing schema {self.schema!r}: "
@@ -257,7 +172,7 @@ class PostgresBackend(ControlMixin, LeaseBackend):
         try:
             async with self._pool.acquire(timeout=self._timeout) as conn:
                 self.schema_version = await installed_version(conn, self.schema)
-        except _UNREACHABLE as exc:
+        except UNREACHABLE as exc:
             await self._drop_own_pool()
             raise BackendUnavailableError(
                 f"PostgreSQL at {self._where()} failed while reading schema {self.schema!r}: "
@@ -283,85 +198,10 @@ class PostgresBackend(ControlMixin, LeaseBackend):
                 "check the schema (?schema=… in the URL), or create it with `anarchon migrate --backend URL`"
             )
 
-    def _settings(self) -> dict[str, str]:
-        """The session settings of the backend's own connections (the DSN's own win)."""
-        if "application_name" in dict(parse_qsl(urlsplit(self._dsn).query)):
-            return {}
-        return {"application_name": "anarchon"}
-
-    async def _open_pool(self) -> asyncpg.Pool:
-        settings = self._settings()
-        try:
-            pool = await asyncio.wait_for(
-                asyncpg.create_pool(
-                    self._dsn,
-                    min_size=1,
-                    max_size=_POOL_MAX,
-                    timeout=self._timeout,
-                    command_timeout=self._timeout,
-                    reset=_keep_session,
-                    server_settings=settings,
-                ),
-                self._timeout * 2,
-            )
-        except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise BackendUnavailableError(
-                f"could not reach PostgreSQL at {self._where()} within {self._timeout:g} s "
-                f"({type(exc).__name__}: {exc}); check the DSN and that the server accepts connections"
-            ) from exc
-        assert pool is not None
-        return pool
-
-    def _where(self) -> str:
-        return self.dsn if self._own_pool else "the caller's pool"
-
-    async def _drop_own_pool(self) -> None:
-        if not self._own_pool or self._pool is None:
-            return
-        pool, self._pool = self._pool, None
-        try:
-            await asyncio.wait_for(pool.close(), self._timeout)
-        except (Exception, asyncio.TimeoutError):
-            pool.terminate()
-
     async def close(self) -> None:
         if self._finishes is not None:
             await self._finishes.drain()
         await self._drop_own_pool()
-
-    # -- plumbing ----------------------------------------------------------
-
-    async def _call(self, what: str, op: Callable[[asyncpg.Connection, bool], Awaitable[T]]) -> T:
-        """Run ``op`` on a pooled connection; once more on a fresh one if the first died.
-
-        ``op`` gets ``retry=True`` the second time, for statements that must
-        recognise their own earlier, committed effect.
-        """
-        pool = self._pool
-        if pool is None:
-            raise RuntimeError(f"{self!r} is not started; call start() first")
-        try:
-            return await self._attempt(pool, op, retry=False)
-        except _RETRYABLE as exc:
-            log.info("anarchon-postgres: %s failed (%s: %s); retrying once", what, type(exc).__name__, exc)
-            if isinstance(exc, _DEAD):
-                # What ended one session (a server restart, killed backends) likely ended the
-                # idle ones too: have the pool replace them, so the retry gets a fresh one.
-                await pool.expire_connections()
-        return await self._attempt(pool, op, retry=True)
-
-    async def _attempt(
-        self, pool: asyncpg.Pool, op: Callable[[asyncpg.Connection, bool], Awaitable[T]], *, retry: bool
-    ) -> T:
-        # A free connection is handed over at once; only a wait for one needs the timer (and
-        # asyncpg's timed acquire costs a task and a loop turn per call).
-        acquiring = pool.acquire() if pool.get_idle_size() else pool.acquire(timeout=self._timeout)
-        async with acquiring as conn:
-            try:
-                return await op(conn, retry)
-            except _SUSPECT:
-                conn.terminate()
-                raise
 
     # -- claiming -----------------------------------------------------------
 
@@ -408,7 +248,7 @@ class PostgresBackend(ControlMixin, LeaseBackend):
                 if row["o_outcome"] == "pending":
                     pending.append(i)
                 elif row["o_outcome"] != "general":
-                    results[i] = self._claim_result(claims[i], row)
+                    results[i] = claim_result(claims[i], row)
             held = set(pending)
             general = [i for i in rest if results[i] is None and i not in held]
             if general:
@@ -420,7 +260,7 @@ class PostgresBackend(ControlMixin, LeaseBackend):
         return [r if r is not None else ClaimResult(Outcome.UNKNOWN) for r in results]
 
     async def _claim_batch(self, claims: Sequence[Claim], *, wait: bool) -> list[asyncpg.Record]:
-        args = (wait, *zip(*map(_batch_args, claims), strict=True))
+        args = (wait, *zip(*map(batch_args, claims), strict=True))
 
         async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
             rows: list[asyncpg.Record] = await conn.fetch(self._sql.claim_batch, *args, timeout=self._timeout)
@@ -431,74 +271,23 @@ class PostgresBackend(ControlMixin, LeaseBackend):
 
     async def _claim_general(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         if len(claims) == 1:
-            sql, args = self._sql.claim_one, _claim_args(claims[0])
+            sql, args = self._sql.claim_one, claim_args(claims[0])
         else:
-            sql, args = self._sql.claim, tuple(zip(*map(_claim_args, claims), strict=True))
+            sql, args = self._sql.claim, tuple(zip(*map(claim_args, claims), strict=True))
 
         async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
             rows: list[asyncpg.Record] = await conn.fetch(sql, *args, timeout=self._timeout)
             return rows
 
         rows = {row["o_n"]: row for row in await self._call("claim", op)}
-        return [self._claim_result(c, rows[n]) for n, c in enumerate(claims, 1)]
-
-    @staticmethod
-    def _claim_result(c: Claim, row: asyncpg.Record) -> ClaimResult:
-        outcome = Outcome(row["o_outcome"])
-        if outcome is Outcome.LOST:
-            return ClaimResult(Outcome.LOST)
-        started = row["o_started_at"]
-        if outcome is Outcome.SKIPPED:
-            record = Run(
-                job=c.job,
-                slot_ms=c.slot_ms,
-                status=RunStatus.SKIPPED,
-                instance=row["o_instance"],
-                attempt=row["o_attempt"],
-                fencing=row["o_fencing"],
-                manual=c.manual,
-                catch_up=row["o_catch_up"],
-                started_at=started,
-                finished_at=row["o_finished_at"],
-                duration_ms=row["o_duration_ms"],
-                missed=row["o_missed"],
-            )
-            return ClaimResult(Outcome.SKIPPED, record=record)
-        grant = Grant(
-            job=c.job,
-            slot_ms=c.slot_ms,
-            instance=row["o_instance"],
-            token=c.token,
-            attempt=row["o_attempt"],
-            fencing=row["o_fencing"],
-            manual=c.manual,
-            catch_up=row["o_catch_up"],
-            missed=row["o_missed"],
-            started_at_ms=datetime_to_ms(started) if started else 0,
-            lease_ms=row["o_lease_ms"],
-            supersedes=row["o_supersedes"],
-            previous_mark=row["o_previous_mark"],
-        )
-        return ClaimResult(Outcome.WON, grant)
-
-    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
-        """One transaction per backfill claim (see :mod:`._backfill`); not a hot path."""
-        self._missing_schema()
-        results: list[ClaimResult] = []
-        for c in claims:
-
-            async def op(conn: asyncpg.Connection, retry: bool, c: Claim = c) -> ClaimResult:
-                return await backfill_one(conn, self._backfill_sql, c, self._timeout)
-
-            results.append(await self._call("backfill", op))
-        return results
+        return [claim_result(c, rows[n]) for n, c in enumerate(claims, 1)]
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         """Record the run; finishes made together share one statement and one commit (see ``_batch``)."""
         if self._finishes is None:
             # Two statements out at most, so a claim always finds one of the pool's connections.
             self._finishes = Batcher(self._finish_many, in_flight=2)
-        return bool(await self._finishes.call(_finish_args(grant, run)))
+        return bool(await self._finishes.call(finish_args(grant, run)))
 
     async def _finish_many(self, items: Sequence[tuple[Any, ...]]) -> list[bool]:
         if len(items) == 1:

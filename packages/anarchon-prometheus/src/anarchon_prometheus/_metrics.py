@@ -15,6 +15,7 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 from anarchon import Job, Run, RunContext, hookimpl
+from anarchon.fleet import FleetJob
 
 __all__ = ["DEFAULT_MAX_JOBS", "OTHER_JOBS", "PrometheusMetrics"]
 
@@ -68,6 +69,18 @@ class PrometheusMetrics:
         )
         self.running = Gauge("anarchon_runs_running", "Runs in progress in this process.", **kw)
         self.skew = Gauge("anarchon_clock_skew_seconds", "Last measured local clock minus the backend's clock.", **kw)
+        self.definitions = Gauge(
+            "anarchon_job_definitions",
+            "Distinct definitions of a job among live instances, as this process last saw them (1: no drift).",
+            ["job"],
+            **kw,
+        )
+        self.superseded = Gauge(
+            "anarchon_job_superseded",
+            "1 while this process claims none of the job's slots because another definition runs.",
+            ["job"],
+            **kw,
+        )
 
     def _job(self, name: str) -> str:
         """The label value for a job name, bounded by ``max_jobs``."""
@@ -130,6 +143,12 @@ class PrometheusMetrics:
     @hookimpl
     def anarchon_backend_error(self, operation: str, error: BaseException) -> None:
         self.backend_errors.labels(operation, type(error).__name__).inc()
+
+    @hookimpl
+    def anarchon_job_drift(self, scheduler: Any, job: FleetJob) -> None:
+        name = self._job(job.name)
+        self.definitions.labels(name).set(len(job.definitions))
+        self.superseded.labels(name).set(1 if job.name in scheduler.superseded else 0)
 
     @hookimpl
     def anarchon_clock_checked(self, skew_ms: int) -> None:

@@ -29,9 +29,9 @@ from anarchon.run import Run
 from ._arguments import difference
 from ._channels import ChannelPool
 from ._gate import claim_gate
-from ._history import encode_record, fold, read_stream, stream_arguments
 from ._link import Link
 from ._names import check_prefix, check_slot_ttl_ms, gate_arguments, gate_queue, history_queue
+from ._records import encode_record, fold, read_stream, stream_arguments
 from ._url import read_amqp_url, redact_amqp
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from . import _scripts as S
 from ._records import run_of, text
 
 if TYPE_CHECKING:
-    from ._keys import Keyspace
+    from ._names import Keyspace
 
 __all__ = ["ControlMixin"]
 

@@ -11,12 +11,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from anarchon.backend import Grant
+from anarchon.backend import Claim, ClaimResult, Grant, Outcome
 from anarchon.errortext import clean_text
 from anarchon.records import decode_run
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
-__all__ = ["final_record", "grant_of", "history_run", "run_of", "text"]
+__all__ = [
+    "LOST",
+    "UNKNOWN",
+    "claim_result",
+    "final_record",
+    "grant_of",
+    "history_run",
+    "run_of",
+    "slot_or_none",
+    "text",
+]
+
+LOST = ClaimResult(Outcome.LOST)
+UNKNOWN = ClaimResult(Outcome.UNKNOWN)
 
 
 def text(value: bytes | str) -> str:
@@ -113,3 +126,26 @@ def grant_of(raw: bytes | str) -> Grant:
         started_at_ms=_int(d.get("started")) or 0,
         lease_ms=int(d["lease"]),
     )
+
+
+def slot_or_none(reply: list[Any], index: int) -> int | None:
+    """A slot the claim script answered, or ``None`` for its false (a nil) or a reply too short to hold it."""
+    return int(reply[index]) if len(reply) > index and reply[index] is not None else None
+
+
+def claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
+    """A new grant comes back as its fencing alone, built here from the claim as the script recorded it."""
+    outcome = text(reply[0])
+    if outcome == "lost":
+        return LOST
+    if outcome == "skipped":
+        return ClaimResult(Outcome.SKIPPED, record=run_of(reply[1]))
+    if isinstance(reply[1], int):
+        grant = c.granted(
+            fencing=reply[1],
+            lease_ms=c.options.lease_ms,
+            supersedes=slot_or_none(reply, 2),
+            previous_mark=slot_or_none(reply, 3),
+        )
+        return ClaimResult(Outcome.WON, grant)
+    return ClaimResult(Outcome(outcome), grant_of(reply[1]))

@@ -42,13 +42,19 @@ __all__ = [
     "PAUSE",
     "PEEK",
     "PEEK_MANY",
+    "REGISTER",
+    "REGISTERED",
+    "REGISTRY_KEEP",
     "RENEW",
     "REQUEST",
     "REQUESTS",
     "RESUME",
+    "SCHEDULE_GET",
+    "SCHEDULE_PUT",
     "SETTLE",
     "TAKE_OVER",
     "TOUCH",
+    "UNREGISTER",
     "Script",
     "load",
 ]
@@ -72,31 +78,6 @@ class Script:
         object.__setattr__(self, "sha", hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest())
 
 
-#: The loop of :func:`many`: ARGV starts with the keys and the arguments per call; the shared hint is the
-#: last key. Each call runs in ``pcall``, so an error on one job's keys is that call's reply alone, as in
-#: a pipeline; a plain loss comes back as ``0`` (the commonest answer, and the cheapest to parse).
-_MANY = """
-local per_keys, per_args = tonumber(ARGV[1]), tonumber(ARGV[2])
-local calls = (#ARGV - 2) / per_args
-local hint = #KEYS > calls * per_keys and KEYS[#KEYS] or nil
-local out = {}
-for i = 0, calls - 1 do
-  local keys, args = {}, {}
-  for j = 1, per_keys do keys[j] = KEYS[i * per_keys + j] end
-  keys[per_keys + 1] = hint
-  for j = 1, per_args do args[j] = ARGV[2 + i * per_args + j] end
-  local ok, reply = pcall(one, keys, args)
-  if not ok then
-    reply = type(reply) == 'table' and reply.err and reply or {err = tostring(reply)}
-  elseif type(reply) == 'table' and reply[1] == 'lost' and #reply == 1 then
-    reply = 0
-  end
-  out[#out + 1] = reply
-end
-return out
-"""
-
-
 def many(name: str, *helpers: str) -> Script:
     """Script ``name`` run once per call of a batch, in one script: for one server only (keys span slots).
 
@@ -109,7 +90,8 @@ def many(name: str, *helpers: str) -> Script:
     parts = [(_LUA / "helpers" / f"{h}.lua").read_text(encoding="utf-8") for h in helpers]
     body = (_LUA / f"{name}.lua").read_text(encoding="utf-8")
     parts.append(f"local function one(KEYS, ARGV)\n{body}\nend")
-    return Script(f"{name}_many", "\n".join(parts) + _MANY)
+    parts.append((_LUA / "helpers" / "many.lua").read_text(encoding="utf-8"))
+    return Script(f"{name}_many", "\n".join(parts))
 
 
 def load(name: str, *helpers: str) -> Script:
@@ -138,3 +120,9 @@ REQUEST = load("request", "now_ms", "num")
 REQUESTS = load("requests", "now_ms", "num")
 BEAT = load("beat", "now_ms", "num")
 LEAVE = load("leave", "now_ms", "num")
+REGISTER = load("register", "now_ms", "num")
+REGISTRY_KEEP = load("registry_keep", "now_ms", "num")
+UNREGISTER = load("unregister")
+REGISTERED = load("registered", "now_ms", "num")
+SCHEDULE_PUT = load("schedule_put", "now_ms", "num")
+SCHEDULE_GET = load("schedule_get")

@@ -16,7 +16,7 @@ it afterwards. Correctness never rests on it: every script decides from the
 job's own keys, and take-over passes also check every job they are given
 once per ``sweep_ms`` (a slice per call), which also repairs the hint.
 
-Liveness (:mod:`._liveness`): each instance's heartbeat is a member of
+Liveness (:mod:`._heart`): each instance's heartbeat is a member of
 ``<prefix>instances``; the owners its latest beat reported dead go to the claim
 and take-over scripts as arguments, and the first take-over pass after a new
 death checks every job given, whatever the hint says.
@@ -30,12 +30,12 @@ import math
 import struct
 import time
 import uuid
-from collections.abc import Awaitable, Sequence
-from typing import Any, ClassVar, TypeVar, Union
+from collections.abc import Sequence
+from typing import Any, ClassVar, Union
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.batching import Batcher
@@ -47,13 +47,15 @@ from anarchon.records import read_runs
 from anarchon.run import Run
 from anarchon.urls import redact_url
 
-from . import _replicas
 from . import _scripts as S
-from ._backfill import backfill_call, backfill_result
+from ._backfill import BackfillMixin
+from ._calls import Call, CallsMixin, keep_cancellation
 from ._control import ControlMixin
-from ._keys import Keyspace, check_prefix, run_id
-from ._liveness import DeadOwners, RedisHeart, script_args
-from ._records import final_record, grant_of, history_run, run_of, text
+from ._heart import DeadOwners, RedisHeart, script_args
+from ._names import Keyspace, check_prefix, run_id
+from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, text
+from ._registry import RegistryMixin
+from ._stored import StoredMixin
 from ._url import read_redis_url
 
 __all__ = ["RedisBackend"]
@@ -61,17 +63,12 @@ __all__ = ["RedisBackend"]
 log = logging.getLogger("anarchon.redis")
 
 Client = Union["Redis", "RedisCluster"]
-T = TypeVar("T")
-Call = tuple[S.Script, list[str], list[Any]]
 
 #: Jobs per ``PEEK_MANY`` script of a take-over sweep on one server.
 _PEEK_CHUNK = 1000
 #: Claims per ``CLAIM_MANY`` script on one server: a few ms of the server's time each, so other
 #: clients' commands (and the other instances' claims) get in between.
 _CLAIMS_PER_SCRIPT = 250
-
-_LOST = ClaimResult(Outcome.LOST)
-_UNKNOWN = ClaimResult(Outcome.UNKNOWN)
 
 
 def _job_failed(job: str, operation: str, error: Exception) -> None:
@@ -102,54 +99,7 @@ def _mark(job: str, value: Any) -> int | None:
 _NUMBERS = struct.Struct("<9d")
 
 
-def _slot_or_none(reply: list[Any], index: int) -> int | None:
-    """A slot the claim script answered, or ``None`` for its false (a nil) or a reply too short to hold it."""
-    return int(reply[index]) if len(reply) > index and reply[index] is not None else None
-
-
-def _claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
-    """A new grant comes back as its fencing alone, built here from the claim as the script recorded it."""
-    outcome = text(reply[0])
-    if outcome == "lost":
-        return _LOST
-    if outcome == "skipped":
-        return ClaimResult(Outcome.SKIPPED, record=run_of(reply[1]))
-    if isinstance(reply[1], int):
-        grant = c.granted(
-            fencing=reply[1],
-            lease_ms=c.options.lease_ms,
-            supersedes=_slot_or_none(reply, 2),
-            previous_mark=_slot_or_none(reply, 3),
-        )
-        return ClaimResult(Outcome.WON, grant)
-    return ClaimResult(Outcome(outcome), grant_of(reply[1]))
-
-
-async def _keep_cancellation(call: Awaitable[T]) -> T:
-    """Await ``call`` in a task of its own, so a cancellation of the caller is never lost.
-
-    redis-py can swallow a cancellation that arrives while it opens a
-    connection (its connect timeout absorbs it), and the caller then carries
-    on as if nothing had happened: the scheduler's clock-skew check went on to
-    sleep its whole minute, and ``stop()`` right after ``start()`` took 60 s.
-    ``asyncio.wait`` raises the caller's cancellation whatever the inner call does.
-    """
-    task = asyncio.ensure_future(call)
-    try:
-        await asyncio.wait((task,))
-    except asyncio.CancelledError:
-        task.cancel()
-        task.add_done_callback(_retrieve)
-        raise
-    return task.result()
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
-
-
-class RedisBackend(ControlMixin, LeaseBackend):
+class RedisBackend(CallsMixin, ControlMixin, RegistryMixin, StoredMixin, BackfillMixin, LeaseBackend):
     """Lease backend on Redis >= 6.2 or Redis Cluster (``redis://``, ``rediss://``).
 
     ``url`` is used only when no ``client`` is given; a passed-in client
@@ -176,6 +126,8 @@ class RedisBackend(ControlMixin, LeaseBackend):
         backfill=True,
         pause=True,
         trigger=True,
+        registry=True,
+        schedules=True,
     )
 
     def __init__(
@@ -277,62 +229,6 @@ class RedisBackend(ControlMixin, LeaseBackend):
             client, self._client = self._client, None
             await client.aclose()
 
-    # -- scripts ------------------------------------------------------------
-
-    async def _call(self, script: S.Script, keys: list[str], args: list[Any]) -> Any:
-        client = self._redis()
-        try:
-            return await client.evalsha(script.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await client.eval(script.source, len(keys), *keys, *args)
-
-    async def _calls(self, calls: Sequence[Call], *, strict: int | None = None) -> list[Any]:
-        """Run scripts in one pipeline; ``NOSCRIPT`` answers are sent again as ``EVAL``.
-
-        ``NOSCRIPT`` means the script did not run, so sending it again is safe.
-        An error in the first ``strict`` replies (all by default) is raised; the
-        others are left in the list for the caller.
-        """
-        if len(calls) == 1:
-            script, keys, args = calls[0]
-            try:
-                return [await self._call(script, keys, args)]
-            except ResponseError as exc:
-                if strict is None or strict > 0:
-                    raise
-                return [exc]
-        return (await self._piped(calls, strict, 0))[0]
-
-    async def _calls_waited(self, calls: Sequence[Call], *, strict: int | None = None) -> tuple[list[Any], list[bool]]:
-        """:meth:`_calls`, and per call whether its write reached ``min_replicas`` (``WAIT``, :mod:`._replicas`)."""
-        if not self.min_replicas:
-            return await self._calls(calls, strict=strict), [True] * len(calls)
-        return await self._piped(calls, strict, self.min_replicas)
-
-    async def _piped(self, calls: Sequence[Call], strict: int | None, wait: int) -> tuple[list[Any], list[bool]]:
-        results, reached = await self._pipeline([(s.sha, k, a, False) for s, k, a in calls], wait)
-        missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
-        if missing:
-            commands = [(calls[i][0].source, calls[i][1], calls[i][2], True) for i in missing]
-            again, again_reached = await self._pipeline(commands, wait)
-            for i, result, ok in zip(missing, again, again_reached, strict=True):
-                results[i], reached[i] = result, ok
-        for result in results[:strict]:
-            if isinstance(result, Exception):
-                raise result
-        return results, reached
-
-    async def _calls_apart(self, calls: Sequence[Call]) -> list[Any]:
-        """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out."""
-        return await self._calls(calls, strict=0)
-
-    async def _pipeline(self, commands: list[_replicas.Command], replicas: int = 0) -> tuple[list[Any], list[bool]]:
-        return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, self.replica_timeout_ms)
-
-    def _hint(self) -> list[str]:
-        """The hint as a script's last key, on one server only (it is another slot on a cluster)."""
-        return [] if self.cluster else [self._keys.hint]
-
     # -- claiming -------------------------------------------------------------
 
     def _claim_call(self, c: Claim, dead: tuple[str | int, ...] = ()) -> Call:
@@ -368,7 +264,7 @@ class RedisBackend(ControlMixin, LeaseBackend):
             log.warning("could not update the take-over hint (the next sweep repairs it): %s", failed)
         results = [self._claim_answer(c, reply) for c, reply in zip(claims, replies, strict=False)]
         # A grant not known to be on min_replicas replicas may vanish in a failover: unknown, never run.
-        return [r if ok or r.outcome is not Outcome.WON else _UNKNOWN for r, ok in zip(results, reached, strict=False)]
+        return [r if ok or r.outcome is not Outcome.WON else UNKNOWN for r, ok in zip(results, reached, strict=False)]
 
     async def _claims_together(self, calls: list[Call]) -> tuple[list[Any], list[bool]]:
         """Claim scripts as ``CLAIM_MANY`` scripts of :data:`_CLAIMS_PER_SCRIPT` in one pipeline (one server).
@@ -397,24 +293,10 @@ class RedisBackend(ControlMixin, LeaseBackend):
         """One claim's answer; a script error on this job's keys is this job's alone: unknown, logged."""
         if isinstance(reply, Exception):
             _job_failed(c.job, "claim", reply)
-            return _UNKNOWN
+            return UNKNOWN
         if reply == 0:  # CLAIM_MANY's plain loss
-            return _LOST
-        return _claim_result(c, reply)
-
-    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
-        """One script per backfill claim, in one pipeline (see :mod:`._backfill`)."""
-        if not claims:
-            return []
-        calls = [backfill_call(self._keys, self._hint(), c) for c in claims]
-        if self.cluster:
-            calls += [(S.TOUCH, [self._keys.hint], [c.job, c.options.lease_ms]) for c in claims]
-        replies, reached = await self._calls_waited(calls, strict=0)
-        results = [
-            _UNKNOWN if isinstance(reply, Exception) else backfill_result(c, reply)
-            for c, reply in zip(claims, replies, strict=False)
-        ]
-        return [r if ok or r.outcome is not Outcome.WON else _UNKNOWN for r, ok in zip(results, reached, strict=False)]
+            return LOST
+        return claim_result(c, reply)
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         k = self._keys.job(grant.job)
@@ -433,7 +315,7 @@ class RedisBackend(ControlMixin, LeaseBackend):
         return await read_runs(fetch, lambda raw: history_run(raw, job), limit)
 
     async def now_ms(self) -> int:
-        seconds, micros = await _keep_cancellation(self._redis().time())
+        seconds, micros = await keep_cancellation(self._redis().time())
         return int(seconds) * 1000 + int(micros) // 1000
 
     # -- lease tier -------------------------------------------------------------
@@ -578,7 +460,7 @@ class RedisBackend(ControlMixin, LeaseBackend):
             except RedisError as exc:  # the runs are ours already: run them, repair the hint later
                 log.warning("could not update the take-over hint (the next sweep repairs it): %s", exc)
         return [
-            ClaimResult(Outcome.WON, grant_of(raw)) if ok else _UNKNOWN
+            ClaimResult(Outcome.WON, grant_of(raw)) if ok else UNKNOWN
             for reply, ok in zip(results, reached, strict=True)
             for raw in reply[1:]
         ]

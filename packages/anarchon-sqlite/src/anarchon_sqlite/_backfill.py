@@ -11,14 +11,18 @@ move as for any won claim.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from anarchon.backend import Claim, ClaimResult, Outcome
 from anarchon.run import RunStatus
 
+from ._sql import statement
 from ._store import _INSERT_RUN, _SELECT_RUN, Body, Row, _grant, _run, _trim
 
-__all__ = ["backfill"]
+__all__ = ["BackfillMixin", "backfill"]
+
+T = TypeVar("T")
 
 
 def _backfill_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
@@ -27,10 +31,8 @@ def _backfill_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
         if existing[13] == c.token and existing[3] == RunStatus.RUNNING.value:
             return ClaimResult(Outcome.WON, _grant(existing))
         return ClaimResult(Outcome.LOST, record=_run(existing))
-    conn.execute("INSERT OR IGNORE INTO anarchon_jobs (job) VALUES (?)", (c.job,))
-    mark, fencing, kept = conn.execute(
-        "SELECT mark, fencing, kept FROM anarchon_jobs WHERE job = ?", (c.job,)
-    ).fetchone()
+    conn.execute(statement("jobs_ensure"), (c.job,))
+    mark, fencing, kept = conn.execute(statement("backfill_job_read"), (c.job,)).fetchone()
     if mark is None or mark < c.slot_ms:
         mark = c.slot_ms
     fencing += 1
@@ -41,10 +43,27 @@ def _backfill_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     )  # fmt: skip
     conn.execute(_INSERT_RUN, row)
     kept = _trim(conn, c.spec, kept + 1, now)
-    conn.execute("UPDATE anarchon_jobs SET mark = ?, fencing = ?, kept = ? WHERE job = ?", (mark, fencing, kept, c.job))
+    conn.execute(statement("backfill_job_update"), (mark, fencing, kept, c.job))
     return ClaimResult(Outcome.WON, _grant(row))
 
 
 def backfill(claims: Sequence[Claim]) -> Body[list[ClaimResult]]:
     """Decide a batch of backfill claims, in order, in one transaction."""
     return lambda conn, now: [_backfill_one(conn, c, now) for c in claims]
+
+
+class BackfillMixin:
+    """Mixed into :class:`~anarchon_sqlite.SQLiteBackend`: :meth:`anarchon.LeaseBackend.backfill`."""
+
+    _clock: Callable[[], int]
+
+    if TYPE_CHECKING:  # the backend's own, used here
+
+        async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
+
+        async def _write(self, body: Body[T]) -> T: ...
+
+    async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        if not claims:
+            return []
+        return await self._write(backfill(claims))

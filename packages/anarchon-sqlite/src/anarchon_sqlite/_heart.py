@@ -16,17 +16,15 @@ from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart
 
 from . import _store
 from ._schema import open_store
+from ._sql import statement
 from ._waiting import in_turn
 
 __all__ = ["SQLiteHeart"]
 
-_UPSERT = (
-    "INSERT INTO anarchon_instances (instance, alive_until) VALUES (?1, ?2) "
-    "ON CONFLICT (instance) DO UPDATE SET alive_until = excluded.alive_until"
-)
-_FORGET = "DELETE FROM anarchon_instances WHERE alive_until < ?1"
-_DEAD = "SELECT instance, alive_until FROM anarchon_instances WHERE alive_until < ?1"
-_LEAVE = "UPDATE anarchon_instances SET alive_until = MIN(alive_until, ?2) WHERE instance = ?1"
+_UPSERT = statement("heart_upsert")
+_FORGET = statement("heart_forget")
+_DEAD = statement("heart_dead")
+_LEAVE = statement("heart_leave")
 
 
 class SQLiteHeart(Heart):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from anarchon.backend import Backend
 from anarchon.hookspecs import hookimpl
 
-from ._backend import SQLiteBackend
+from .backend import SQLiteBackend
 
 
 @hookimpl

@@ -14,6 +14,7 @@ import sqlite3
 import time
 
 from ._errors import DatabaseFileError
+from ._sql import statement
 
 __all__ = ["SCHEMA_VERSION", "SYNCHRONOUS_MODES", "open_store"]
 
@@ -23,55 +24,39 @@ SCHEMA_VERSION = 1
 #: so only these exact words ever reach the SQL.
 SYNCHRONOUS_MODES = ("normal", "full")
 
-# Tables added after version 1 without raising the version: a release that does not know
-# one ignores it (its instances never beat, pause or take requests), so a fleet can be
-# upgraded one instance at a time. Created when missing, each time a file is opened.
+# Tables (and their indexes) added after version 1 without raising the version: a release
+# that does not know one ignores it (its instances never beat, pause, take requests or read
+# stored schedules), so a fleet can be upgraded one instance at a time. Created when missing,
+# each time a file is opened, in this order (an index after its table).
 _ADDED = {
     # One row per instance that beats: alive until (host clock, ms); anarchon.liveness.
-    "anarchon_instances": "CREATE TABLE IF NOT EXISTS anarchon_instances ("
-    "instance TEXT PRIMARY KEY, alive_until INTEGER NOT NULL)",
+    "anarchon_instances": statement("schema_add_instances"),
     # A job's pause (until_ms NULL while it lasts) and the run requests not yet taken: _control.
-    "anarchon_pauses": "CREATE TABLE IF NOT EXISTS anarchon_pauses ("
-    "job TEXT PRIMARY KEY, since_ms INTEGER NOT NULL, until_ms INTEGER, reason TEXT, paused_by TEXT)",
-    "anarchon_requests": "CREATE TABLE IF NOT EXISTS anarchon_requests ("
-    "job TEXT NOT NULL, slot_ms INTEGER NOT NULL, requested_by TEXT, PRIMARY KEY (job, slot_ms)) WITHOUT ROWID",
+    "anarchon_pauses": statement("schema_add_pauses"),
+    "anarchon_requests": statement("schema_add_requests"),
+    # Each live instance's head and job definitions: the fleet registry (_registry).
+    "anarchon_registry": statement("schema_add_registry"),
+    # Stored schedules (_schedules): one row per name (record NULL: a tombstone), each name's
+    # change log, and the one-row counter every change takes its revision from. The counter is
+    # a row, not MAX(revision): purged tombstones would take the highest revision with them.
+    "anarchon_schedules": statement("schema_add_schedules"),
+    # The poll's "what changed after revision n", and the purge of old tombstones.
+    "anarchon_schedules_by_revision": statement("schema_add_schedules_by_revision"),
+    "anarchon_schedules_tombstones": statement("schema_add_schedules_tombstones"),
+    "anarchon_schedule_log": statement("schema_add_schedule_log"),
+    "anarchon_schedule_counter": statement("schema_add_schedule_counter"),
 }
 
 _CREATE = (
-    "CREATE TABLE anarchon_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    statement("schema_create_meta"),
     # One row per job: the mark (newest decided scheduled slot), the newest
     # scheduled slot won (take-over's "newest run"), the fencing counter, and
     # how many runs history holds, so trimming needs no COUNT(*).
-    """CREATE TABLE anarchon_jobs (
-        job TEXT PRIMARY KEY,
-        mark INTEGER,
-        won INTEGER,
-        fencing INTEGER NOT NULL DEFAULT 0,
-        kept INTEGER NOT NULL DEFAULT 0
-    )""",
+    statement("schema_create_jobs"),
     # One row per slot (and one per manual run): the history record and its lease.
-    """CREATE TABLE anarchon_runs (
-        job TEXT NOT NULL,
-        slot_ms INTEGER NOT NULL,
-        manual INTEGER NOT NULL,
-        status TEXT NOT NULL,
-        instance TEXT NOT NULL,
-        attempt INTEGER NOT NULL,
-        fencing INTEGER,
-        catch_up INTEGER NOT NULL,
-        missed INTEGER NOT NULL,
-        started_at_us INTEGER,
-        finished_at_us INTEGER,
-        duration_ms INTEGER,
-        error TEXT,
-        token TEXT NOT NULL,
-        lease_ms INTEGER NOT NULL,
-        expires_ms INTEGER NOT NULL,
-        handed_over INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (job, slot_ms, manual)
-    ) WITHOUT ROWID""",
+    statement("schema_create_runs"),
     # Live leases only: the overlap check, abandoning and take-over read this.
-    "CREATE INDEX anarchon_runs_running ON anarchon_runs (job, expires_ms) WHERE status = 'running'",
+    statement("schema_create_runs_running_index"),
 )
 
 #: ``{version: statements}`` bringing a file from ``version - 1`` to ``version``.
@@ -79,10 +64,10 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
 
 def _stored_version(conn: sqlite3.Connection) -> int | None:
-    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'anarchon_meta'").fetchone()
+    found = conn.execute(statement("schema_meta_exists")).fetchone()
     if found is None:
         return None
-    row = conn.execute("SELECT value FROM anarchon_meta WHERE key = 'schema_version'").fetchone()
+    row = conn.execute(statement("schema_version_read")).fetchone()
     return int(row[0]) if row else None
 
 
@@ -123,14 +108,18 @@ def _use_wal(conn: sqlite3.Connection, path: str, timeout_s: float) -> None:
 
 
 def _add_tables(conn: sqlite3.Connection) -> None:
-    """Create the tables of :data:`_ADDED` that are missing, under the write lock; a file with them is only read."""
-    have = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    """Create what :data:`_ADDED` names and the file lacks, under the write lock; a file with it all is only read.
+
+    ``schema_tables`` lists indexes too (they share one namespace with tables), so a file
+    that has a table but not its newer index gains the index.
+    """
+    have = {row[0] for row in conn.execute(statement("schema_tables"))}
     if all(name in have for name in _ADDED):
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for statement in _ADDED.values():
-            conn.execute(statement)
+        for ddl in _ADDED.values():
+            conn.execute(ddl)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -168,16 +157,16 @@ def open_store(conn: sqlite3.Connection, path: str, synchronous: str, timeout_s:
     try:
         version = _stored_version(conn)
         if version is None:
-            for statement in _CREATE:
-                conn.execute(statement)
-            conn.execute("INSERT INTO anarchon_meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            for ddl in _CREATE:
+                conn.execute(ddl)
+            conn.execute(statement("schema_version_insert"), (SCHEMA_VERSION,))
         elif version > SCHEMA_VERSION:
             raise _refuse_newer(path, version)
         else:
             for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[step]:
-                    conn.execute(statement)
-            conn.execute("UPDATE anarchon_meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
+                for ddl in _MIGRATIONS[step]:
+                    conn.execute(ddl)
+            conn.execute(statement("schema_version_update"), (SCHEMA_VERSION,))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

@@ -31,6 +31,8 @@ from anarchon.run import Run, RunStatus
 if TYPE_CHECKING:
     from anarchon.job import Job
 
+from ._sql import statement
+
 __all__ = [
     "claim",
     "finish",
@@ -51,63 +53,21 @@ _US = timedelta(microseconds=1)
 # The statements are spelled out whole: none is ever built from a value. The ones
 # about live leases name the partial index: without statistics the planner would
 # walk the job's whole history by primary key instead (60 us against 2 us).
-_SELECT_RUN = (
-    "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
-    "finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over "
-    "FROM anarchon_runs WHERE job = ? AND slot_ms = ? AND manual = ?"
-)
+_SELECT_RUN = statement("store_select_run")
 # Every job's expired leases in one statement, from the partial index, which holds only
 # the live leases: a take-over poll costs as little with 10,000 jobs as with one.
-_SELECT_EXPIRED = (
-    "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
-    "finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over "
-    "FROM anarchon_runs INDEXED BY anarchon_runs_running "
-    "WHERE status = 'running' AND (expires_ms <= ?1 OR instance IN "
-    "(SELECT instance FROM anarchon_instances WHERE alive_until < ?1)) ORDER BY job, slot_ms, manual"
-)
+_SELECT_EXPIRED = statement("store_select_expired")
 # What a claim decides on, in one read (always one row, even for a job never seen):
 # the job's book, the slot's record if any, and two facts about the job's live
 # leases: is one of an older scheduled slot expired (abandon it), and is one
 # still held (overlap). Parameters: job, slot_ms, manual, now.
-_SELECT_CLAIM = (
-    "SELECT j.job IS NOT NULL, j.mark, j.won, j.fencing, j.kept, "
-    "r.job, r.slot_ms, r.manual, r.status, r.instance, r.attempt, r.fencing, r.catch_up, r.missed, "
-    "r.started_at_us, r.finished_at_us, r.duration_ms, r.error, r.token, r.lease_ms, r.expires_ms, r.handed_over, "
-    "(SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running "
-    "WHERE job = k.job AND status = 'running' AND manual = 0 AND slot_ms < k.slot "
-    "AND (expires_ms <= k.now OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < k.now)) "
-    "LIMIT 1), "
-    "(SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running "
-    "WHERE job = k.job AND status = 'running' AND expires_ms > k.now "
-    "AND instance NOT IN (SELECT instance FROM anarchon_instances WHERE alive_until < k.now) LIMIT 1) "
-    "FROM (SELECT ? AS job, ? AS slot, ? AS manual, ? AS now) AS k "
-    "LEFT JOIN anarchon_jobs AS j ON j.job = k.job "
-    "LEFT JOIN anarchon_runs AS r ON r.job = k.job AND r.slot_ms = k.slot AND r.manual = k.manual"
-)
-_SELECT_HISTORY = (
-    "SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, "
-    "finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over "
-    "FROM anarchon_runs WHERE job = ? ORDER BY slot_ms DESC, manual DESC LIMIT ?"
-)
-_INSERT_RUN = (
-    "INSERT INTO anarchon_runs (job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, "
-    "started_at_us, finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_SELECT_CLAIM = statement("store_select_claim")
+_SELECT_HISTORY = statement("store_select_history")
+_INSERT_RUN = statement("store_insert_run")
 # The owner's calls match job, slot_ms, manual, token of a running record.
-_RENEW = (
-    "UPDATE anarchon_runs SET expires_ms = ? + lease_ms WHERE job = ? AND slot_ms = ? AND manual = ? "
-    "AND token = ? AND status = 'running' AND handed_over = 0"
-)
-_FINISH = (
-    "UPDATE anarchon_runs SET status = ?, instance = ?, attempt = ?, fencing = ?, catch_up = ?, missed = ?, "
-    "started_at_us = ?, finished_at_us = ?, duration_ms = ?, error = ?, expires_ms = ? "
-    "WHERE job = ? AND slot_ms = ? AND manual = ? AND token = ? AND status = 'running'"
-)
-_HAND_OVER = (
-    "UPDATE anarchon_runs SET handed_over = 1, expires_ms = ? "
-    "WHERE job = ? AND slot_ms = ? AND manual = ? AND token = ? AND status = 'running'"
-)
+_RENEW = statement("store_renew")
+_FINISH = statement("store_finish")
+_HAND_OVER = statement("store_hand_over")
 
 Row = tuple[
     str, int, int, str, str, int, "int | None", int, int, "int | None", "int | None", "int | None", "str | None",
@@ -200,26 +160,15 @@ def transaction(conn: sqlite3.Connection, body: Body[T], clock: Callable[[], int
 # that judges a lease: "instance IN (SELECT instance FROM anarchon_instances WHERE ...)".
 
 #: Whether the newest slot won is a dead run (running, lease or heartbeat expired), which this claim supersedes.
-_SELECT_DEAD = (
-    "SELECT 1 FROM anarchon_runs WHERE job = ?1 AND slot_ms = ?2 AND manual = 0 AND status = 'running' "
-    "AND (expires_ms <= ?3 OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3))"
-)
+_SELECT_DEAD = statement("store_select_dead")
 
 
 #: Whether a run of an older slot holds the job's lease.
-_SELECT_OLDER_HELD = (
-    "SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running "
-    "WHERE job = ?1 AND status = 'running' AND expires_ms > ?3 AND slot_ms < ?2 "
-    "AND instance NOT IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3) LIMIT 1"
-)
+_SELECT_OLDER_HELD = statement("store_select_older_held")
 
 
 #: Abandon the dead runs of older scheduled slots: the newer slot runs the job.
-_ABANDON_OLDER = (
-    "UPDATE anarchon_runs INDEXED BY anarchon_runs_running SET status = 'abandoned' "
-    "WHERE job = ?1 AND status = 'running' AND manual = 0 AND slot_ms < ?2 "
-    "AND (expires_ms <= ?3 OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3))"
-)
+_ABANDON_OLDER = statement("store_abandon_older")
 
 
 def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
@@ -241,7 +190,7 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
         return ClaimResult(Outcome.LOST)
 
     if not known:
-        conn.execute("INSERT INTO anarchon_jobs (job) VALUES (?)", (name,))
+        conn.execute(statement("job_insert"), (name,))
         fencing, kept = 0, 0
     supersedes = previous = None
     late = not c.manual and mark is not None and c.slot_ms <= mark
@@ -279,7 +228,7 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     conn.execute(_INSERT_RUN, row)
     kept = _trim(conn, c.spec, kept + 1, now)
     conn.execute(
-        "UPDATE anarchon_jobs SET mark = ?, won = ?, fencing = ?, kept = ? WHERE job = ?",
+        statement("claim_job_update"),
         (mark, won, fencing, kept, name),
     )
     return result
@@ -294,20 +243,18 @@ def _trim(conn: sqlite3.Connection, job: Job, kept: int, now: int) -> int:
     size, ttl = job.options.history_size, job.options.history_ttl_ms
     if kept > size:
         oldest = conn.execute(
-            "SELECT slot_ms, manual, status FROM anarchon_runs WHERE job = ? ORDER BY slot_ms, manual LIMIT ?",
+            statement("trim_oldest"),
             (job.name, kept - size),
         ).fetchall()
         for slot_ms, manual, status in oldest:
             if status != RunStatus.RUNNING.value:
                 conn.execute(
-                    "DELETE FROM anarchon_runs WHERE job = ? AND slot_ms = ? AND manual = ?",
+                    statement("trim_delete"),
                     (job.name, slot_ms, manual),
                 )
                 kept -= 1
     if ttl is not None:
-        cursor = conn.execute(
-            "DELETE FROM anarchon_runs WHERE job = ? AND slot_ms < ? AND status != 'running'", (job.name, now - ttl)
-        )
+        cursor = conn.execute(statement("trim_expired"), (job.name, now - ttl))
         kept -= cursor.rowcount
     return kept
 
@@ -373,16 +320,14 @@ def _take_over_job(
     conn: sqlite3.Connection, job: Job, expired: list[Row], instance: str, now: int
 ) -> list[ClaimResult]:
     # The newest run is the newest slot *won*: a slot skipped for a dead run moved the mark but ran nothing.
-    newest_won, fencing = conn.execute("SELECT won, fencing FROM anarchon_jobs WHERE job = ?", (job.name,)).fetchone()
+    newest_won, fencing = conn.execute(statement("take_over_job_read"), (job.name,)).fetchone()
     won: list[ClaimResult] = []
     for row in expired:
         slot_ms, manual, attempt, handed_over = row[1], row[2], row[5], row[16]
         where = (job.name, slot_ms, manual)
         newest = bool(manual) or slot_ms == newest_won
         if not newest or (attempt >= job.options.max_attempts and not handed_over):
-            conn.execute(
-                "UPDATE anarchon_runs SET status = 'abandoned' WHERE job = ? AND slot_ms = ? AND manual = ?", where
-            )
+            conn.execute(statement("take_over_abandon"), where)
             continue
         fencing += 1
         token = uuid.uuid4().hex
@@ -390,13 +335,12 @@ def _take_over_job(
         if not handed_over:
             attempt += 1  # a hand-over is no death: the run goes on as the same attempt
         conn.execute(
-            "UPDATE anarchon_runs SET instance = ?, attempt = ?, fencing = ?, started_at_us = ?, token = ?, "
-            "lease_ms = ?, expires_ms = ?, handed_over = 0 WHERE job = ? AND slot_ms = ? AND manual = ?",
+            statement("take_over_run"),
             (instance, attempt, fencing, now * 1000, token, lease_ms, now + lease_ms, *where),
         )
         taken: Row = conn.execute(_SELECT_RUN, where).fetchone()
         won.append(ClaimResult(Outcome.WON, _grant(taken)))
-    conn.execute("UPDATE anarchon_jobs SET fencing = ? WHERE job = ?", (fencing, job.name))
+    conn.execute(statement("take_over_job_fencing"), (fencing, job.name))
     return won
 
 
@@ -426,7 +370,7 @@ def take_over(jobs: Sequence[Job], instance: str) -> Body[list[ClaimResult]]:
 
 #: Jobs whose marks one statement reads; the last group is padded by repeating a name.
 _MARKS_GROUP = 200
-_SELECT_MARKS = f"SELECT job, mark FROM anarchon_jobs WHERE job IN ({', '.join('?' * _MARKS_GROUP)})"  # noqa: S608 - placeholders only
+_SELECT_MARKS = statement("store_select_marks").format(placeholders=", ".join("?" * _MARKS_GROUP))
 
 
 def marks(conn: sqlite3.Connection, jobs: Sequence[Job]) -> dict[str, int | None]:

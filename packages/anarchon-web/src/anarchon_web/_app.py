@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -16,10 +19,12 @@ from anarchon import Scheduler
 
 from ._render import Renderer, wants_json
 from ._settings import Settings
-from ._source import Source
-from ._views import BadRequest, Views, error_body
+from ._source import FleetSource, Source
+from ._views import BadRequest, Views
 
 __all__ = ["app"]
+
+log = logging.getLogger("anarchon.web")
 
 #: No script, no frames, no outside resources, forms only to this dashboard.
 _CSP = b"default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'"
@@ -54,6 +59,8 @@ def app(
     history_limit: int = 1000,
     open_backend: bool = False,
     backend_url: str | None = None,
+    from_registry: bool = False,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """The dashboard of ``scheduler``'s jobs, to serve or to mount in an ASGI application.
 
@@ -64,29 +71,58 @@ def app(
     (a mounted app gets no lifespan, so serve it as the top-level app then).
     ``backend_url`` is shown with its password masked. ``actions=True`` adds
     the *run now* form (CSRF-protected), which runs the job in this process.
+    ``from_registry=True`` shows the jobs the live fleet defines, read from
+    the backend's fleet registry, instead of the scheduler's own (``anarchon
+    web --backend URL``); it opens the backend itself and has no actions.
+    ``allowed_hosts``: the only ``Host`` names answered (``anarchon web``
+    passes the address it binds and the names of localhost); any other gets
+    400 before anything else runs, so a DNS-rebinding page cannot reach the
+    dashboard through the browser. ``None`` (for an application that checks
+    hosts itself) answers any.
     """
     if not isinstance(scheduler, Scheduler):
         raise TypeError(f"anarchon_web.app() needs an anarchon Scheduler, not {type(scheduler).__name__}")
     settings = Settings(title=title, per_page=per_page, strip_slots=strip_slots, timeline_slots=timeline_slots,
                         history_limit=history_limit, actions=actions)  # fmt: skip
-    source = Source(scheduler, open_backend=open_backend, backend_url=backend_url)
+    if from_registry and actions:
+        raise ValueError("from_registry=True shows jobs whose functions live in the fleet: it cannot have actions")
+    source = (
+        FleetSource(scheduler, backend_url=backend_url)
+        if from_registry
+        else Source(scheduler, open_backend=open_backend, backend_url=backend_url)
+    )
     views = Views(source, settings, Renderer(settings))
     routes = [
         Route("/", views.jobs, name="jobs"),
         Route("/jobs/{name}", views.job, name="job"),
         Route("/jobs/{name}/runs/{slot_ms:int}", views.run, name="run"),
+        Route("/fleet", views.fleet, name="fleet"),
         Mount("/static", StaticFiles(packages=[("anarchon_web", "static")]), name="static"),
     ]
     if actions:
         routes.append(Route("/jobs/{name}/run-now", views.run_now, methods=["POST"], name="run_now"))
 
+    def error(request: Request, status: int, message: str) -> Response:
+        """The error as JSON where JSON is asked for, else a page of the dashboard linking home."""
+        if wants_json(request):
+            return JSONResponse({"error": message, "status": status}, status_code=status)
+        page = views.render.env.get_template("error.html").render(
+            title=settings.title, error=message, status=status, home=str(request.url_for("jobs").path),
+            static=lambda path: str(request.url_for("static", path=path).path),
+        )  # fmt: skip
+        return HTMLResponse(page, status_code=status)
+
     async def bad_request(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BadRequest)
-        if wants_json(request):
-            return JSONResponse(error_body(exc), status_code=exc.status)
-        page = views.render.env.get_template("error.html").render(title=settings.title, error=str(exc),
-                                                                   status=exc.status)  # fmt: skip
-        return HTMLResponse(page, status_code=exc.status)
+        return error(request, exc.status, str(exc))
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return error(request, exc.status_code, exc.detail or "not found")
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.error("dashboard: %s %s failed", request.method, request.url.path, exc_info=exc)
+        return error(request, 500, "the dashboard failed to answer; its log says why")
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -96,8 +132,12 @@ def app(
         finally:
             await source.close()
 
-    dashboard = Starlette(routes=routes, exception_handlers={BadRequest: bad_request}, lifespan=lifespan)
+    handlers = {BadRequest: bad_request, HTTPException: http_error, Exception: server_error}
+    dashboard = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     dashboard.add_middleware(_SecurityHeaders)
+    if allowed_hosts is not None:
+        # Added last, so it runs first: a foreign Host is refused before any route or header work.
+        dashboard.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     dashboard.state.source = source
     dashboard.state.settings = settings
     return dashboard

@@ -8,6 +8,7 @@ the API and the page cannot drift apart. Templates autoescape everything.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import jinja2
 from starlette.requests import Request
@@ -56,9 +57,12 @@ class Renderer:
             return str(request.url_for(route, **{k: str(v) for k, v in params.items()}).path)
 
         def query(**changes: Any) -> str:
-            """This page's URL with some query parameters changed (filters and pages keep the others)."""
+            """This page with some query parameters changed (filters and pages keep the others).
+
+            Relative (``?page=2``), never built from the Host header, which a rebinding attacker chooses.
+            """
             params = {**request.query_params, **{k: str(v) for k, v in changes.items()}}
-            return str(request.url.replace_query_params(**{k: v for k, v in params.items() if v != ""}))
+            return "?" + urlencode({k: v for k, v in params.items() if v != ""})
 
         html = self.env.get_template(template).render(
             **data, **extra, title=self.settings.title, csrf=token, url=url, query=query,

@@ -9,13 +9,20 @@ value.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-from anarchon import Job, Run, Scheduler
+from anarchon import Job, JobOptions, Run, Scheduler
+from anarchon.errortext import error_text
+from anarchon.fleet import Fleet, FleetJob, FleetReader
 from anarchon.urls import redact_url
 
-__all__ = ["Source", "masked"]
+__all__ = ["FleetSource", "Source", "masked"]
+
+log = logging.getLogger("anarchon.web")
+_OPTIONS = {f.name for f in dataclasses.fields(JobOptions)}
 
 
 def masked(url: str) -> str:
@@ -40,6 +47,26 @@ class Source:
         self.open_backend = open_backend
         self.backend_label = scheduler.backend.name + (f" {masked(backend_url)}" if backend_url else "")
         self.kind = scheduler.backend.capabilities.kind
+        #: The live fleet as last read (backends with the fleet registry), for drift badges and /fleet.
+        self.fleet: Fleet | None = None
+        self.registry = scheduler.backend.capabilities.registry
+        self._reader = FleetReader()
+
+    async def refresh(self) -> None:
+        """Read the fleet registry once per page; a failed read leaves the page without fleet facts."""
+        if not self.registry:
+            return
+        try:
+            backend = self.scheduler.backend
+            self.fleet = await (
+                self._reader.read(backend, stored=True) if self.open_backend else self.scheduler.fleet()
+            )
+        except Exception as exc:  # the page still shows the jobs and their history
+            log.warning("dashboard: could not read the fleet registry: %s", error_text(exc))
+            self.fleet = None
+
+    def fleet_job(self, name: str) -> FleetJob | None:
+        return self.fleet.job(name) if self.fleet is not None else None
 
     @property
     def jobs(self) -> Mapping[str, Job]:
@@ -55,11 +82,11 @@ class Source:
 
     async def start(self) -> None:
         if self.open_backend:
-            await self.scheduler.backend.start()
+            await self.scheduler.open_backend()  # the scheduler knows it is open: run_now leaves it so
 
     async def close(self) -> None:
         if self.open_backend:
-            await self.scheduler.backend.close()
+            await self.scheduler.close_backend()
 
     async def history(self, job: Job, limit: int) -> list[Run]:
         if self.open_backend:
@@ -77,3 +104,46 @@ class Source:
         if self.open_backend:
             return list(await asyncio.gather(*(self.history(job, limit) for job in jobs)))
         return [await self.history(job, limit) for job in jobs]
+
+
+def _never(*_: object) -> None:
+    raise RuntimeError("this job comes from the fleet registry; its function lives in the fleet")
+
+
+class FleetSource(Source):
+    """The jobs the live fleet defines, from the fleet registry: a dashboard from the backend URL alone.
+
+    Each page reads the registry again, so jobs appear and disappear with the
+    instances that define them. A job whose definitions differ is shown by
+    the one that runs (:meth:`anarchon.fleet.Fleet.running`).
+    """
+
+    def __init__(self, scheduler: Scheduler, *, backend_url: str | None = None) -> None:
+        super().__init__(scheduler, open_backend=True, backend_url=backend_url)
+        self._jobs: dict[str, Job] = {}
+
+    @property
+    def jobs(self) -> Mapping[str, Job]:
+        return self._jobs
+
+    def names(self) -> list[str]:
+        return sorted(self._jobs)
+
+    def job(self, name: str) -> Job | None:
+        return self._jobs.get(name)
+
+    async def refresh(self) -> None:
+        await super().refresh()
+        fleet = self.fleet or Fleet()
+        jobs: dict[str, Job] = {}
+        for fleet_job in fleet.jobs():
+            d = fleet.running(fleet_job)
+            try:
+                options = JobOptions(**{k: v for k, v in d.options.items() if k in _OPTIONS})
+                jobs[fleet_job.name] = Job(fleet_job.name, d.cron, _never, options)
+            except (ValueError, TypeError) as exc:  # a definition of another version: left out, said once
+                log.debug("dashboard: job %r from the registry left out: %s", fleet_job.name, exc)
+        self._jobs = jobs
+
+    async def history(self, job: Job, limit: int) -> list[Run]:
+        return await self.scheduler.backend.history(job.name, limit)

@@ -42,7 +42,8 @@ def _int_param(request: Request, name: str, default: int, high: int) -> int:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= high:
+    # ASCII only: str.isdigit() accepts '²' (which int() refuses: a 500) and int() reads '٣' as 3.
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= high:
         raise BadRequest(f"{name}={raw!r} is not usable: give an integer from 1 to {high}")
     return int(raw)
 
@@ -61,7 +62,50 @@ class Views:
     def _now(self) -> int:
         return self.source.scheduler.clock.now_ms()
 
+    def _stored(self, name: str) -> bool:
+        """Whether the job is a stored schedule (changed with ``anarchon schedules``, not in code)."""
+        fleet = self.source.fleet
+        return fleet is not None and name in fleet.stored
+
+    def _drift(self, name: str) -> dict[str, Any] | None:
+        """A job's definitions side by side where live instances differ (``None`` where they do not)."""
+        job = self.source.fleet_job(name)
+        if job is None or not job.drift:
+            return None
+        fields = job.differing_fields()
+        variants = [
+            {
+                "fingerprint": fp,
+                "instances": list(holders),
+                "values": {f: d.cron if f == "cron" else d.options.get(f) for f in fields},
+            }
+            for fp, (d, holders) in job.definitions.items()
+        ]
+        assert self.source.fleet is not None
+        running = self.source.fleet.running(job).fingerprint
+        return {"fields": fields, "variants": variants, "running": running}
+
+    async def fleet(self, request: Request) -> Response:
+        await self.source.refresh()
+        fleet = self.source.fleet
+        if fleet is None:
+            raise BadRequest(
+                f"this dashboard's backend ({self.source.backend_label}) keeps no fleet registry, or it could not be "
+                "read; the jobs page still shows the jobs",
+                404,
+            )
+        instances = [
+            {"instance": i.instance, "host": i.host, "pid": i.pid, "version": i.version, "started": utc(i.started_ms),
+             "last_seen": utc(i.seen_ms), "jobs": i.jobs, "drift_policy": i.drift}
+            for i in fleet.instances
+        ]  # fmt: skip
+        drifting = [j.name for j in fleet.jobs() if j.drift]
+        data = {"now": utc(self._now()), "backend": self.source.backend_label, "instances": instances,
+                "drifting": drifting}  # fmt: skip
+        return self.render(request, "fleet.html", data)
+
     async def jobs(self, request: Request) -> Response:
+        await self.source.refresh()
         query = request.query_params.get("q", "").strip()
         names = self.source.names()
         if query:
@@ -80,14 +124,17 @@ class Views:
                     "next": next_slots(job, now, 3),
                     "last": run_dict(runs[0]) if runs else None,
                     "strip": [slot_dict(s) for s in strip(job, runs, now, self.settings.strip_slots)],
+                    "drift": self._drift(job.name),
+                    "stored": self._stored(job.name),
                 }
             )
         data = {"now": utc(now), "backend": self.source.backend_label, "kind": self.source.kind,
                 "q": query, "page": page, "pages": pages, "per_page": per_page, "total": len(names),
-                "jobs": rows}  # fmt: skip
+                "jobs": rows, "fleet": self.source.fleet is not None}  # fmt: skip
         return self.render(request, "jobs.html", data, outcomes=OUTCOMES)
 
     async def job(self, request: Request) -> Response:
+        await self.source.refresh()
         job = self._job(request)
         status = request.query_params.get("status", "")
         if status and status not in {s.value for s in RunStatus}:
@@ -126,10 +173,12 @@ class Views:
             "page": page, "pages": pages, "per_page": per_page, "total": len(chosen), "read": len(runs),
             "runs": [run_dict(r) for r in chosen[(page - 1) * per_page : page * per_page]],
             "timeline": {"slots": [slot_dict(s) for s in slots], "rows": rows},
+            "drift": self._drift(job.name),
         }  # fmt: skip
         return self.render(request, "job.html", data, outcomes=OUTCOMES, actions=self.settings.actions)
 
     async def run(self, request: Request) -> Response:
+        await self.source.refresh()
         job = self._job(request)
         slot_ms = request.path_params["slot_ms"]
         manual = request.query_params.get("manual", "no") == "yes"
@@ -154,9 +203,6 @@ class Views:
             raise BadRequest(f"run now of {job.name!r} failed: {exc}", 409) from exc
         if wants_json(request):
             return JSONResponse(run_dict(run))
-        target = request.url_for("run", name=job.name, slot_ms=str(run.slot_ms)).include_query_params(manual="yes")
-        return RedirectResponse(str(target), status_code=303)
-
-
-def error_body(exc: BadRequest) -> dict[str, Any]:
-    return {"error": str(exc), "status": exc.status}
+        # A path, not a URL built from the Host header (which a rebinding attacker chooses).
+        target = request.url_for("run", name=job.name, slot_ms=str(run.slot_ms)).path + "?manual=yes"
+        return RedirectResponse(target, status_code=303)

@@ -1,17 +1,22 @@
 """``anarchon-web``: serve the dashboard with uvicorn.
 
     anarchon-web myapp.tasks:scheduler [--host 127.0.0.1] [--port 8000]
+    anarchon-web --backend redis://cache:6379/0
     anarchon-web --backend sqlite:///jobs.db --job 'sync=*/5 * * * *' --job 'report=0 2 * * *@Europe/Athens'
 
-The first reads the jobs from the application's scheduler; the second needs
-only the backend and each job's name and cron (no backend can list its jobs
-yet). Either way the dashboard opens its own connection to the backend and
-never runs a job unless ``--actions`` is given with ``module:attr``.
+The first reads the jobs from the application's scheduler. The second needs
+only the backend: on one with the fleet registry (``anarchon backends``
+lists the capability ``registry``) it shows the jobs the live fleet defines
+and the live instances (``/fleet``). The third names each job's cron, for a
+backend without the registry. Either way the dashboard opens its own
+connection to the backend and never runs a job unless ``--actions`` is
+given with ``module:attr``.
 """
 
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -20,7 +25,7 @@ from anarchon import AnarchonError, Scheduler
 from ._app import app
 from ._load import UsageError, add_jobs, load_scheduler
 
-__all__ = ["build", "main", "parser"]
+__all__ = ["allowed_hosts", "build", "main", "parser"]
 
 
 def parser(prog: str = "anarchon-web") -> argparse.ArgumentParser:
@@ -32,11 +37,45 @@ def parser(prog: str = "anarchon-web") -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     p.add_argument("--title", default="anarchon", help="the name at the top of every page")
     p.add_argument("--actions", action="store_true", help="show the run-now form (module:attr only)")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name the dashboard answers besides the address it binds and localhost (repeat; "
+        "'*.example.com' for a domain); any other Host gets 400, against DNS rebinding",
+    )
     return p
 
 
+def allowed_hosts(host: str, extra: Sequence[str]) -> list[str]:
+    """The Host names answered: the bound address (this host's names when it binds every address),
+    localhost, and ``--allowed-host``."""
+    names = {"localhost", "127.0.0.1", "[::1]", *extra}  # an IPv6 Host keeps its brackets
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 - the names of a dashboard bound to every address
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+    elif ":" in host:
+        names.add(f"[{host.lower().strip('[]')}]")
+    else:
+        names.add(host.lower())
+    return sorted(names)
+
+
 def build(args: argparse.Namespace) -> tuple[Scheduler, str | None]:
-    """The scheduler to show, from parsed arguments, with every check done before anything listens."""
+    """The scheduler to show, from parsed arguments, with every check done before anything listens.
+
+    With ``--backend`` alone the scheduler has no job: the dashboard reads them from the fleet registry.
+    """
+    if args.backend and not args.target and not args.job:
+        scheduler = Scheduler(args.backend)
+        if not scheduler.backend.capabilities.registry:
+            raise UsageError(
+                f"--backend alone names no job: backend {scheduler.backend.name!r} keeps no fleet registry to "
+                "read them from; add --job NAME=CRON for each job, or give module:attr"
+            )
+        if args.actions:
+            raise UsageError("--actions needs module:attr: the fleet's jobs have no function to run here")
+        return scheduler, args.backend
     if args.target:
         scheduler = load_scheduler(args.target)
         if args.backend:
@@ -63,14 +102,18 @@ def main(argv: Sequence[str] | None = None, prog: str = "anarchon-web") -> int:
     args = parser(prog).parse_args(argv)
     try:
         scheduler, url = build(args)
-        dashboard = app(scheduler, actions=args.actions, title=args.title, open_backend=True, backend_url=url)
+        from_registry = not scheduler.jobs
+        dashboard = app(scheduler, actions=args.actions, title=args.title, open_backend=True, backend_url=url,
+                        from_registry=from_registry,
+                        allowed_hosts=allowed_hosts(args.host, args.allowed_host))  # fmt: skip
     except (AnarchonError, ValueError, TypeError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     import uvicorn
 
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"{prog}: {len(scheduler.jobs)} jobs on http://{host}:{args.port}/", flush=True)
+    shown = "the live fleet's jobs" if from_registry else f"{len(scheduler.jobs)} jobs"
+    print(f"{prog}: {shown} on http://{host}:{args.port}/", flush=True)
     uvicorn.run(dashboard, host=args.host, port=args.port, log_level="warning")
     return 0
 

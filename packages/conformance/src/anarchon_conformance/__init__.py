@@ -29,9 +29,11 @@ if TYPE_CHECKING:
     from ._policies import PolicyTests
     from ._ports import free_port
     from ._reference import ReferenceTests
+    from ._registry import RegistryRefusalTests, RegistryTests
     from ._requires import gated, requires
     from ._robust import HistoryLimitTests, PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
     from ._scheduler import SchedulerTests
+    from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
     from ._suite import BackendSuite
     from .testing import eventually, make_claim
 
@@ -57,9 +59,14 @@ __all__ = [
     "PlantForeignRecord",
     "PolicyTests",
     "ReferenceTests",
+    "RegistryRefusalTests",
+    "RegistryTests",
     "RobustnessTests",
+    "ScheduleStoreRefusalTests",
+    "ScheduleStoreTests",
     "SchedulerRobustnessTests",
     "SchedulerTests",
+    "StoredScheduleFleetTests",
     "SuiteBase",
     "TriggerRefusalTests",
     "TriggerTests",
@@ -100,6 +107,11 @@ _HOME = {
     "OptionTests": "_options",
     "PolicyTests": "_policies",
     "ReferenceTests": "_reference",
+    "RegistryRefusalTests": "_registry",
+    "RegistryTests": "_registry",
+    "ScheduleStoreRefusalTests": "_schedules",
+    "ScheduleStoreTests": "_schedules",
+    "StoredScheduleFleetTests": "_schedules",
     "gated": "_requires",
     "free_port": "_ports",
     "requires": "_requires",

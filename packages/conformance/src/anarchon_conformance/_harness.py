@@ -201,18 +201,20 @@ class Conformance:
         """Several instances, all started at once, as a fleet's processes start after a deploy."""
         return list(await asyncio.gather(*(self.instance() for _ in range(count))))
 
-    async def scheduler(self, *, start: bool = True) -> Scheduler:
+    async def scheduler(self, *, start: bool = True, **options: Any) -> Scheduler:
         """A started :class:`~anarchon.Scheduler` on a fresh backend object: one more instance.
 
         ``start=False`` leaves starting it to the test, for jobs that must be
         there at start (catch-up runs once, at start).
 
         The scheduler owns that backend object (it starts and closes it); the
-        suite stops the scheduler at teardown.
+        suite stops the scheduler at teardown. ``options`` go to ``Scheduler()``
+        (``version``, ``drift``, …).
         """
         from anarchon.scheduler import Scheduler  # the claim-level parts need no scheduler
 
-        scheduler = Scheduler(self._make(), instance_id=f"sched{len(self.schedulers_made)}-{secrets.token_hex(2)}")
+        options.setdefault("instance_id", f"sched{len(self.schedulers_made)}-{secrets.token_hex(2)}")
+        scheduler = Scheduler(self._make(), **options)
         self.schedulers_made.append(scheduler)
         if start:
             await scheduler.start()

@@ -11,8 +11,10 @@ from ._liveness import LivenessTests
 from ._options import OptionTests
 from ._policies import PolicyTests
 from ._reference import ReferenceTests
+from ._registry import RegistryRefusalTests, RegistryTests
 from ._robust import RobustnessTests, SchedulerRobustnessTests
 from ._scheduler import SchedulerTests
+from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
 
 __all__ = ["BackendSuite"]
 
@@ -34,6 +36,11 @@ class BackendSuite(
     PauseRefusalTests,
     TriggerTests,
     TriggerRefusalTests,
+    RegistryTests,
+    RegistryRefusalTests,
+    ScheduleStoreTests,
+    StoredScheduleFleetTests,
+    ScheduleStoreRefusalTests,
 ):
     """Every conformance test; each gated on the capabilities it needs.
 

@@ -22,6 +22,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "anarchon_requires(**capabilities): run only on backends whose capabilities match "
         '(use anarchon_conformance.requires("lease") or requires(lease=False))',
     )
+    # The multi-process suite (FleetTests) is marked slow; registered here so a backend's own
+    # project needs no pytest configuration to run it quietly.
+    config.addinivalue_line("markers", "slow: a test that starts real processes and waits on their clock")
     config.stash[_SEEN] = {}
 
 

@@ -4,7 +4,10 @@
   expiring, a run recorded), with a deadline and a message naming it;
 * :func:`make_job` — a job built exactly as ``Scheduler.add()`` builds it;
 * :func:`make_claim` — a claim of one slot, as the scheduler would send it;
-* :func:`free_port` — a loopback port for a private server.
+* :func:`free_port` — a loopback port for a private server;
+* :func:`registry_entry` — the head and job texts of a fleet registry entry,
+  as an instance would write them (``backend.register(instance, *entry)``);
+  :func:`register_at` plants one in the backend at a URL, from sync code.
 
 The core's tests, every backend's, the conformance suite, the fault suite and
 the benchmarks import these instead of keeping copies of their own.
@@ -19,14 +22,30 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from anarchon.backend import Backend
 from anarchon.claims import Claim
+from anarchon.fleet import InstanceInfo, JobDefinition, encode_jobs, jobs_fingerprint
 from anarchon.job import Job
 
 from ._jobs import EVERY_SECOND, finished_run, make_job, now_ms, unique_name
 from ._jobs import now_ms as clock_now_ms  # make_claim's parameter of that name shadows it
 from ._ports import free_port
+from ._proxy import FaultProxy, Link
 
-__all__ = ["EVERY_SECOND", "eventually", "finished_run", "free_port", "make_claim", "make_job", "now_ms", "unique_name"]
+__all__ = [
+    "EVERY_SECOND",
+    "FaultProxy",
+    "Link",
+    "eventually",
+    "finished_run",
+    "free_port",
+    "make_claim",
+    "make_job",
+    "now_ms",
+    "register_at",
+    "registry_entry",
+    "unique_name",
+]
 
 
 async def eventually(
@@ -77,3 +96,40 @@ def make_claim(
         now_ms=now_ms if now_ms is not None else clock_now_ms(),
         **fields,
     )
+
+
+def registry_entry(
+    backend: Backend,
+    instance: str,
+    crons: dict[str, str],
+    *,
+    started_ms: int = 1_700_000_000_000,
+    version: str = "1.0",
+    host: str = "host-a",
+    pid: int = 4242,
+    tasks: tuple[str, ...] = (),
+) -> tuple[str, str]:
+    """``(head, jobs)`` of an instance defining ``crons`` (name → cron, ``jitter_ms=0``) and having ``tasks``."""
+    definitions = [JobDefinition.of(make_job(backend, name, cron, jitter_ms=0)) for name, cron in crons.items()]
+    info = InstanceInfo(
+        instance, host, pid, version, started_ms, len(definitions), jobs_fingerprint(definitions), tasks=tasks
+    )
+    return info.head(), encode_jobs(definitions)
+
+
+def register_at(url: str, instance: str, crons: dict[str, str], **entry: Any) -> None:
+    """Plant an instance's registry entry in the backend at ``url`` from sync code (a CLI or web test).
+
+    ``entry`` goes to :func:`registry_entry` (``version``, ``started_ms``, ``host``, ``pid``, ``tasks``).
+    """
+    from anarchon.plugins import PluginManager
+
+    async def plant() -> None:
+        backend = PluginManager().backend_from_url(url)
+        await backend.start()
+        try:
+            await backend.register(instance, *registry_entry(backend, instance, crons, **entry))
+        finally:
+            await backend.close()
+
+    asyncio.run(plant())

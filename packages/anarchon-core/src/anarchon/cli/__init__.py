@@ -3,9 +3,10 @@
 One module per kind of command: :mod:`._read` (``jobs``, ``history``,
 ``backends``), :mod:`._check` (the readiness gate), :mod:`._run` (``run``,
 ``run-now``), :mod:`._backfill`, :mod:`._control` (``pause``, ``resume``, ``pauses``,
-``trigger``), :mod:`._migrate`; commands of other distributions (``web``)
-arrive through a plugin hook (:mod:`._external`). Built on :mod:`argparse`, so the core needs no
-dependency for it; every read command takes ``--json`` for scripts.
+``trigger``), :mod:`._schedules` (``schedules add|set|remove|list|show|log``),
+:mod:`._migrate`; commands of other distributions (``web``) arrive through a
+plugin hook (:mod:`._external`). Built on :mod:`argparse`, so the core needs
+no dependency for it; every read command takes ``--json`` for scripts.
 
 Exit status: 0 done, 1 a check, a run or the backend failed (the reason is
 printed), 2 a command line, an option or a job name that cannot work.
@@ -23,11 +24,12 @@ from typing import Any
 from .. import __version__
 from ..commands import CliCommand
 from ..errors import AnarchonError, BackendUnavailableError
-from . import _control
+from . import _control, _schedules
 from ._backfill import backfill, parse_moment
 from ._check import check
 from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
 from ._external import missing_commands, plugin_commands
+from ._fleet import fleet
 from ._migrate import migrate
 from ._read import backends, history, jobs
 from ._run import run, run_now
@@ -40,8 +42,8 @@ log = logging.getLogger("anarchon.cli")
 TARGET_HELP = "the Scheduler, as module:attr (e.g. myapp.tasks:scheduler), or a function returning one"
 BACKEND_HELP = (
     "use this backend URL instead of the scheduler's own, with its namespace in the query "
-    "(redis://host:6379/0?prefix=billing:, postgresql://db/app?schema=billing, amqp://rabbit/?prefix=billing., "
-    f"nats://host:4222?stream=BILLING&prefix=billing.); without module:attr, {BACKEND_ENV} is the default"
+    "(redis://host:6379/0?prefix=billing:, postgresql://db/app?schema=billing, amqp://rabbit/?prefix=billing.); "
+    f"without module:attr, {BACKEND_ENV} is the default"
 )
 JSON_HELP = "print JSON instead of a table, for scripts"
 
@@ -89,8 +91,23 @@ def _parser(
         "handed over (default 10000); a second signal exits at once",
     )
 
-    p = command("jobs", "list jobs: name, cron, timezone, next slot in UTC and in the job's zone, last status")
-    p.add_argument("target", metavar="module:attr", help=TARGET_HELP)
+    p = command(
+        "jobs",
+        "list jobs: name, cron, timezone, next slot in UTC and in the job's zone, last status",
+        "List jobs: name, cron, timezone, next slot, last status, paused. With module:attr, the scheduler's "
+        f"jobs; with only --backend URL (or {BACKEND_ENV}), the jobs the live fleet defines, from the fleet "
+        "registry, with how many instances define each and how many distinct definitions they hold.",
+    )
+    p.add_argument("target", metavar="module:attr", nargs="?", help=TARGET_HELP + " (optional with --backend)")
+    backend_option(p)
+    json_option(p)
+
+    p = command(
+        "fleet",
+        "list the live instances from the backend: id, host, pid, version, started, last seen, jobs",
+        "List the live instances of the fleet from the backend's fleet registry: id, host, pid, application "
+        "version, start time, when the backend last heard of it, its number of jobs and its drift policy.",
+    )
     backend_option(p)
     json_option(p)
 
@@ -105,6 +122,12 @@ def _parser(
     backend_option(p)
     p.add_argument("--limit", type=_positive_int, default=20, metavar="N", help="show the newest N runs (default 20)")
     json_option(p)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with only --backend: read a job that has no runs and no live instance defines (otherwise refused "
+        "as a likely typo)",
+    )
 
     p = command(
         "run-now",
@@ -124,7 +147,7 @@ def _parser(
         "Run every slot of JOB from --from to --to (both included) that has no record in the job's history, "
         "in this process, while the fleet runs on. Each slot is decided by the backend, so a slot runs once "
         "however many backfills of overlapping ranges and live instances race for it. Times without a zone "
-        "are the job's timezone. Lease backends only (Redis, PostgreSQL, SQLite); RabbitMQ and NATS keep no "
+        "are the job's timezone. Lease backends only (Redis, PostgreSQL, SQLite); claim-tier backends keep no "
         "record to tell which slots ran and are refused. Prints a summary (ran, already run, skipped, failed); "
         "exits 1 when a slot failed or was not decided. A progress bar needs rich (pip install "
         "anarchon-core[progress]); without it a line per tenth of the range goes to stderr.",
@@ -189,6 +212,7 @@ def _parser(
         json_option(p)
 
     _control.register(command, TARGET_HELP, backend_and_json)
+    _schedules.register(command, backend_and_json)
 
     p = command("backends", "list installed backends: schemes, kind (lease or claim), capabilities")
     json_option(p)
@@ -211,6 +235,7 @@ def _positive_int(text: str) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
     "run": run,
     "jobs": jobs,
+    "fleet": fleet,
     "history": history,
     "run-now": run_now,
     "backfill": backfill,
@@ -218,6 +243,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
     "migrate": migrate,
     "backends": backends,
     **_control.COMMANDS,
+    **_schedules.COMMANDS,
 }
 
 

@@ -23,6 +23,7 @@ from ..options import check_job_name
 from ..run import RunStatus, ms_to_datetime
 from ..scheduler import Scheduler
 from ._common import BACKEND_ENV, print_json, print_runs, reading, resolve, table, utc
+from ._fleet import check_known
 
 __all__ = ["COMMANDS", "register"]
 
@@ -33,9 +34,10 @@ Command = Callable[..., argparse.ArgumentParser]
 def register(command: Command, target_help: str, options: Callable[[argparse.ArgumentParser], None]) -> None:
     """Add the four commands; ``options`` adds ``--backend`` and ``--json``."""
     fleet = (
-        f" With module:attr the job must be one of its jobs; with only --backend URL (or {BACKEND_ENV}) any job "
-        "name is accepted. Needs a backend with the capability it names (Redis, PostgreSQL, SQLite); RabbitMQ "
-        "and NATS refuse it."
+        f" With module:attr the job must be one of its jobs; with only --backend URL (or {BACKEND_ENV}) a job "
+        "that a live instance defines (read from the fleet registry; --force for any name). Needs a backend "
+        "with the capability it names (Redis, PostgreSQL, SQLite; "
+        "`anarchon backends` lists each one's); the others refuse it."
     )
     p = command(
         "pause",
@@ -87,15 +89,29 @@ def _job_arguments(
     p.add_argument("target", metavar="module:attr", nargs="?", help=target_help + " (optional with --backend)")
     p.add_argument("job", metavar="JOB", help="the job's name")
     options(p)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with only --backend: act even though no live instance defines the job (checked in the fleet "
+        "registry, so a mistyped name is refused)",
+    )
 
 
-def _scheduler(args: argparse.Namespace) -> Scheduler:
-    """The named scheduler (the job must be one of its), or a bare one on the backend URL."""
+async def _scheduler(args: argparse.Namespace) -> Scheduler:
+    """The named scheduler (the job must be one of its), or a bare one on the backend URL.
+
+    With only the URL, a job no live instance defines is refused (the fleet
+    registry; ``--force`` skips the check), so a mistyped name is not stored.
+    """
     scheduler, backend = resolve(args.target, args.backend)
     job = getattr(args, "job", None)
     if job is not None:
         check_job_name(job)
     if scheduler is None:
+        if job is not None and not getattr(args, "force", False) and backend.capabilities.registry:
+            async with reading(backend):
+                paused = {p.job for p in await backend.pauses()} if args.command == "resume" else set()
+                await check_known(backend, job, also=paused)
         return Scheduler(backend, instance_id=f"cli-{socket.gethostname()}")
     if job is not None and job not in scheduler.jobs:
         known = ", ".join(sorted(scheduler.jobs)) or "none"
@@ -122,13 +138,13 @@ def _moment(ms: int | None) -> datetime | None:
 
 
 async def pause(args: argparse.Namespace) -> int:
-    state = await _scheduler(args).pause(args.job, reason=args.reason)
+    state = await (await _scheduler(args)).pause(args.job, reason=args.reason)
     _print_pauses([state], args.json)
     return 0
 
 
 async def resume(args: argparse.Namespace) -> int:
-    state = await _scheduler(args).resume(args.job)
+    state = await (await _scheduler(args)).resume(args.job)
     if state is None and not args.json:
         print(f"{args.job} was not paused")
         return 0
@@ -148,7 +164,7 @@ async def pauses(args: argparse.Namespace) -> int:
 async def trigger(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise ValueError(f"--timeout {args.timeout:g} must be positive (seconds to wait for the run)")
-    scheduler = _scheduler(args)
+    scheduler = await _scheduler(args)
     request = await scheduler.trigger(args.job)
     if not args.wait:
         if args.json:

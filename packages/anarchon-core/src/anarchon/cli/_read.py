@@ -10,6 +10,7 @@ from ..errors import JobNotFoundError
 from ..options import check_job_name
 from ..plugins import PluginManager
 from ._common import print_json, print_runs, reading, resolve, table, utc
+from ._fleet import check_known, fleet_jobs
 
 __all__ = ["backends", "history", "jobs"]
 
@@ -20,6 +21,8 @@ async def jobs(args: argparse.Namespace) -> int:
     ``paused`` is ``None`` (shown ``-``) on a backend without the ``pause``
     capability: no job there can be paused, and "no" would claim a read.
     """
+    if args.target is None:
+        return await fleet_jobs(args)
     scheduler, backend = resolve(args.target, args.backend)
     assert scheduler is not None
     rows, shown = [], []
@@ -75,6 +78,8 @@ async def history(args: argparse.Namespace) -> int:
         )
     async with reading(backend):
         runs = await backend.history(args.job, args.limit)
+        if scheduler is None and not runs and not args.force:  # no runs, no live instance defines it: a typo?
+            await check_known(backend, args.job)
     print_runs(runs, args.json, empty=f"no runs recorded for {args.job!r} in {backend!r}")
     return 0
 

@@ -41,7 +41,7 @@ ALIASES = {
 # whitespace or control character inside the expression is refused rather
 # than guessed at (a newline usually means two expressions pasted together).
 _SEPARATORS = re.compile(r"[ \t]+")
-_OTHER_WHITESPACE = re.compile(r"[^\S \t]|[\x00-\x1f\x7f]")
+_OTHER_WHITESPACE = re.compile(r"[^\S \t]|[\x00-\x08\x0a-\x1f\x7f]")
 _QUARTZ_WEEKDAY = re.compile(r"[0-9](#|L)", re.IGNORECASE)
 
 

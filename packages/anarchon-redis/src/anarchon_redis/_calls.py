@@ -1,0 +1,116 @@
+"""How commands reach Redis: one script, a pipeline (``NOSCRIPT`` answers sent again as ``EVAL``), ``WAIT``,
+and a call awaited so that the caller's cancellation is never lost.
+
+Mixed into :class:`~anarchon_redis.RedisBackend`, as every optional part of a
+backend here is (:mod:`._control`, :mod:`._backfill`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from redis.exceptions import NoScriptError, ResponseError
+
+from . import _replicas
+from . import _scripts as S
+
+if TYPE_CHECKING:
+    from ._names import Keyspace
+
+__all__ = ["Call", "CallsMixin", "keep_cancellation"]
+
+Call = tuple[S.Script, list[str], list[Any]]
+T = TypeVar("T")
+
+
+class CallsMixin:
+    """Mixed into :class:`~anarchon_redis.RedisBackend`."""
+
+    cluster: bool
+    min_replicas: int
+    replica_timeout_ms: int
+    _keys: Keyspace
+
+    if TYPE_CHECKING:  # the backend's own, used here
+
+        def _redis(self) -> Any: ...
+
+    async def _call(self, script: S.Script, keys: list[str], args: list[Any]) -> Any:
+        client = self._redis()
+        try:
+            return await client.evalsha(script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await client.eval(script.source, len(keys), *keys, *args)
+
+    async def _calls(self, calls: Sequence[Call], *, strict: int | None = None) -> list[Any]:
+        """Run scripts in one pipeline; ``NOSCRIPT`` answers are sent again as ``EVAL``.
+
+        ``NOSCRIPT`` means the script did not run, so sending it again is safe.
+        An error in the first ``strict`` replies (all by default) is raised; the
+        others are left in the list for the caller.
+        """
+        if len(calls) == 1:
+            script, keys, args = calls[0]
+            try:
+                return [await self._call(script, keys, args)]
+            except ResponseError as exc:
+                if strict is None or strict > 0:
+                    raise
+                return [exc]
+        return (await self._piped(calls, strict, 0))[0]
+
+    async def _calls_waited(self, calls: Sequence[Call], *, strict: int | None = None) -> tuple[list[Any], list[bool]]:
+        """:meth:`_calls`, and per call whether its write reached ``min_replicas`` (``WAIT``, :mod:`._replicas`)."""
+        if not self.min_replicas:
+            return await self._calls(calls, strict=strict), [True] * len(calls)
+        return await self._piped(calls, strict, self.min_replicas)
+
+    async def _piped(self, calls: Sequence[Call], strict: int | None, wait: int) -> tuple[list[Any], list[bool]]:
+        results, reached = await self._pipeline([(s.sha, k, a, False) for s, k, a in calls], wait)
+        missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+        if missing:
+            commands = [(calls[i][0].source, calls[i][1], calls[i][2], True) for i in missing]
+            again, again_reached = await self._pipeline(commands, wait)
+            for i, result, ok in zip(missing, again, again_reached, strict=True):
+                results[i], reached[i] = result, ok
+        for result in results[:strict]:
+            if isinstance(result, Exception):
+                raise result
+        return results, reached
+
+    async def _calls_apart(self, calls: Sequence[Call]) -> list[Any]:
+        """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out."""
+        return await self._calls(calls, strict=0)
+
+    async def _pipeline(self, commands: list[_replicas.Command], replicas: int = 0) -> tuple[list[Any], list[bool]]:
+        return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, self.replica_timeout_ms)
+
+    def _hint(self) -> list[str]:
+        """The hint as a script's last key, on one server only (it is another slot on a cluster)."""
+        return [] if self.cluster else [self._keys.hint]
+
+
+async def keep_cancellation(call: Awaitable[T]) -> T:
+    """Await ``call`` in a task of its own, so a cancellation of the caller is never lost.
+
+    redis-py can swallow a cancellation that arrives while it opens a
+    connection (its connect timeout absorbs it), and the caller then carries
+    on as if nothing had happened: the scheduler's clock-skew check went on to
+    sleep its whole minute, and ``stop()`` right after ``start()`` took 60 s.
+    ``asyncio.wait`` raises the caller's cancellation whatever the inner call does.
+    """
+    task = asyncio.ensure_future(call)
+    try:
+        await asyncio.wait((task,))
+    except asyncio.CancelledError:
+        task.cancel()
+        task.add_done_callback(_retrieve)
+        raise
+    return task.result()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()

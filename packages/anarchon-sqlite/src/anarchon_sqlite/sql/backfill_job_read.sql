@@ -1,0 +1,1 @@
+SELECT mark, fencing, kept FROM anarchon_jobs WHERE job = ?

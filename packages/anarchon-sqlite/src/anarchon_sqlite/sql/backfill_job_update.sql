@@ -1,0 +1,1 @@
+UPDATE anarchon_jobs SET mark = ?, fencing = ?, kept = ? WHERE job = ?

@@ -1,0 +1,1 @@
+UPDATE anarchon_jobs SET mark = ?, won = ?, fencing = ?, kept = ? WHERE job = ?

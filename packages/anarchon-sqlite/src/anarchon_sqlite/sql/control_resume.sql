@@ -1,0 +1,1 @@
+UPDATE anarchon_pauses SET until_ms = ? WHERE job = ?

@@ -1,0 +1,1 @@
+SELECT job, since_ms, until_ms, reason, paused_by FROM anarchon_pauses WHERE job = ?

@@ -1,0 +1,1 @@
+DELETE FROM anarchon_instances WHERE alive_until < ?1

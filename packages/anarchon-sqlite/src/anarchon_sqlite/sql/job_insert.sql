@@ -1,0 +1,1 @@
+INSERT INTO anarchon_jobs (job) VALUES (?)

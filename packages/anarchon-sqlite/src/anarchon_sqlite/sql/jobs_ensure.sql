@@ -1,0 +1,1 @@
+INSERT OR IGNORE INTO anarchon_jobs (job) VALUES (?)

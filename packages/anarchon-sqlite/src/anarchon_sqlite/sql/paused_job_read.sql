@@ -1,0 +1,1 @@
+SELECT mark, kept FROM anarchon_jobs WHERE job = ?

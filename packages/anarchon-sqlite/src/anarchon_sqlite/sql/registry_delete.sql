@@ -1,0 +1,1 @@
+DELETE FROM anarchon_registry WHERE instance = ?1

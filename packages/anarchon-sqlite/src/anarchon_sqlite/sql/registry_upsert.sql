@@ -1,0 +1,1 @@
+INSERT INTO anarchon_registry (instance, head, jobs, expires_ms) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (instance) DO UPDATE SET head = excluded.head, jobs = excluded.jobs, expires_ms = excluded.expires_ms

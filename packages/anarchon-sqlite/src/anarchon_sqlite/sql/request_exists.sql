@@ -1,0 +1,1 @@
+SELECT 1 FROM anarchon_requests WHERE job = ? AND slot_ms = ?

@@ -1,0 +1,1 @@
+INSERT INTO anarchon_requests (job, slot_ms, requested_by) VALUES (?, ?, ?)

@@ -1,0 +1,1 @@
+SELECT record, revision FROM anarchon_schedules WHERE name = ?1

@@ -1,0 +1,1 @@
+SELECT revision FROM anarchon_schedule_counter WHERE one = 1

@@ -1,0 +1,1 @@
+SELECT name, record, revision FROM anarchon_schedules WHERE revision > ?1 ORDER BY revision

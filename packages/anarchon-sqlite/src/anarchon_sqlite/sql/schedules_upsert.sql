@@ -1,0 +1,1 @@
+INSERT INTO anarchon_schedules (name, record, revision, changed_ms) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name) DO UPDATE SET record = excluded.record, revision = excluded.revision, changed_ms = excluded.changed_ms

@@ -1,0 +1,1 @@
+CREATE TABLE IF NOT EXISTS anarchon_instances (instance TEXT PRIMARY KEY, alive_until INTEGER NOT NULL)

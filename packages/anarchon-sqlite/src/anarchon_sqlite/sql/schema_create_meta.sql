@@ -1,0 +1,1 @@
+CREATE TABLE anarchon_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)

@@ -1,0 +1,20 @@
+CREATE TABLE anarchon_runs (
+        job TEXT NOT NULL,
+        slot_ms INTEGER NOT NULL,
+        manual INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        instance TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        fencing INTEGER,
+        catch_up INTEGER NOT NULL,
+        missed INTEGER NOT NULL,
+        started_at_us INTEGER,
+        finished_at_us INTEGER,
+        duration_ms INTEGER,
+        error TEXT,
+        token TEXT NOT NULL,
+        lease_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        handed_over INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (job, slot_ms, manual)
+    ) WITHOUT ROWID

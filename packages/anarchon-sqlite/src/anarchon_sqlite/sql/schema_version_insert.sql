@@ -1,0 +1,1 @@
+INSERT INTO anarchon_meta (key, value) VALUES ('schema_version', ?)

@@ -1,0 +1,1 @@
+SELECT value FROM anarchon_meta WHERE key = 'schema_version'

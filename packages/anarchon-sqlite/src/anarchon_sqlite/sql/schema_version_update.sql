@@ -1,0 +1,1 @@
+UPDATE anarchon_meta SET value = ? WHERE key = 'schema_version'

@@ -1,0 +1,1 @@
+UPDATE anarchon_runs SET status = ?, instance = ?, attempt = ?, fencing = ?, catch_up = ?, missed = ?, started_at_us = ?, finished_at_us = ?, duration_ms = ?, error = ?, expires_ms = ? WHERE job = ? AND slot_ms = ? AND manual = ? AND token = ? AND status = 'running'

@@ -1,0 +1,1 @@
+INSERT INTO anarchon_runs (job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

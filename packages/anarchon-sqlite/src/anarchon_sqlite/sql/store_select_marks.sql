@@ -1,0 +1,1 @@
+SELECT job, mark FROM anarchon_jobs WHERE job IN ({placeholders})

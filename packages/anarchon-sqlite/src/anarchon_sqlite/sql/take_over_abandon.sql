@@ -1,0 +1,1 @@
+UPDATE anarchon_runs SET status = 'abandoned' WHERE job = ? AND slot_ms = ? AND manual = ?

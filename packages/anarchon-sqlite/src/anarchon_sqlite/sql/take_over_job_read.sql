@@ -1,0 +1,1 @@
+SELECT won, fencing FROM anarchon_jobs WHERE job = ?

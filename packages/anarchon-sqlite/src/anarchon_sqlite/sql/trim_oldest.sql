@@ -1,0 +1,1 @@
+SELECT slot_ms, manual, status FROM anarchon_runs WHERE job = ? ORDER BY slot_ms, manual LIMIT ?

@@ -1,0 +1,1 @@
+"""The repository's scripts; backends.py is imported by the lab code (chaos, benchmarks) too."""
