@@ -1,7 +1,7 @@
 """Instance ids: checked once, when the scheduler is made.
 
 An instance id is recorded on every run and travels in claims (a PostgreSQL
-``text`` column, a Redis script argument, a RabbitMQ or NATS message), so a
+``text`` column, a Redis script argument, a broker's message), so a
 NUL or a non-string would fail every claim of every job later, far from the
 call that passed it. So: a string of 1 to 200 letters, digits and
 ``_ . : @ + / -``, which covers host names, pod names and UUIDs.

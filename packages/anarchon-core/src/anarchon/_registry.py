@@ -21,12 +21,19 @@ class JobRegistry:
         self._jobs: dict[str, Job] = {}
         self._explicit: dict[str, dict[str, Any]] = {}
         self._generation: dict[str, int] = {}
+        #: Jobs of stored schedules (anarchon.schedules): the backend holds their definition, so the
+        #: fleet registry leaves them out of this instance's entry.
+        self._stored: set[str] = set()
         #: :meth:`snapshot` and :meth:`lowest`, kept until the next change.
         self._snapshot: tuple[Job, ...] | None = None
+        self._code: tuple[Job, ...] | None = None
         self._lowest: dict[str, int | None] = {}
+        #: Grows with every add, remove or rebuild: the fleet registry rewrites this instance's entry.
+        self.changes = 0
 
     def _changed(self) -> None:
-        self._snapshot = None
+        self.changes += 1
+        self._snapshot = self._code = None
         self._lowest.clear()
 
     @property
@@ -52,16 +59,31 @@ class JobRegistry:
             self._snapshot = tuple(self._jobs.values())
         return self._snapshot
 
+    def code_snapshot(self) -> tuple[Job, ...]:
+        """The jobs added in code (not from stored schedules), shared like :meth:`snapshot`."""
+        if self._code is None:
+            self._code = tuple(j for j in self._jobs.values() if j.name not in self._stored)
+        return self._code
+
+    def is_stored(self, name: str) -> bool:
+        return name in self._stored
+
+    def touch(self) -> None:
+        """Something this instance registers besides jobs (a task) changed: its registry entry is written again."""
+        self.changes += 1
+
     def lowest(self, option: str) -> int | None:
         """The smallest value of a numeric job option (``lease_ms``, ``max_late_ms``), ``None`` with no job."""
         if option not in self._lowest:
             self._lowest[option] = min((getattr(j.options, option) for j in self._jobs.values()), default=None)
         return self._lowest[option]
 
-    def add(self, job: Job, options: dict[str, Any]) -> None:
+    def add(self, job: Job, options: dict[str, Any], *, stored: bool = False) -> None:
         if job.name in self._jobs:
             raise ValueError(f"a job named {job.name!r} is already added; remove() it first or pick another name")
         self._jobs[job.name] = job
+        if stored:
+            self._stored.add(job.name)
         self._explicit[job.name] = options
         self._generation[job.name] = self._generation.get(job.name, 0) + 1
         self._changed()
@@ -69,6 +91,7 @@ class JobRegistry:
     def remove(self, name: str) -> Job:
         job = self.get(name)
         del self._jobs[name]
+        self._stored.discard(name)
         self._explicit.pop(name, None)
         self._generation[name] += 1
         self._changed()

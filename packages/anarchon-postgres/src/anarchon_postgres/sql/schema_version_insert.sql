@@ -1,0 +1,1 @@
+INSERT INTO @schema@.schema_version (version) VALUES ($1)

@@ -1,0 +1,1 @@
+DELETE FROM @schema@.registry WHERE instance = $1

@@ -1,0 +1,125 @@
+"""Instance liveness on Redis: one sorted set of heartbeats, and the dead owners handed to the scripts.
+
+Each instance's record is a member of ``<prefix>instances`` scored by its
+``alive_until`` on the server's clock (``TIME``); one script per beat sets it,
+drops records dead for longer than :data:`~anarchon.liveness.RETAIN_DEAD_MS`
+and returns the dead ones (:class:`RedisHeart`).
+
+The claim and take-over scripts cannot read that key atomically: on a cluster
+it lives in another slot than the job's keys. So a heart shares with its
+backend a :class:`DeadOwners` holder of what its latest beat reported, and
+the backend passes those ``(instance, alive_until)`` pairs to the scripts
+(none in the common case: nothing then costs anything). A script counts a
+running run as dead only if its owner is listed *and* the run was last
+granted or renewed before that ``alive_until``, so a list that is stale (the
+owner came back since) never condemns a run taken after the revival. The same
+path serves a single server, so there is one rule to test.
+
+A pair is passed only until a take-over pass of this backend over its jobs
+has run with it: that pass took over or abandoned every run the dead owner
+held in them (all granted before its record expired, so all there already).
+Records of stopped instances stay dead for ten minutes; a rolling deploy
+would otherwise add every stopped instance to every claim for that long.
+
+On a cluster that comparison sets a job node's clock against the instances
+node's: it assumes their clocks agree to within the time an owner needs to
+beat again and claim after its record expired (NTP keeps them within
+milliseconds).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any, Union
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoScriptError, ResponseError
+
+from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart
+
+from . import _scripts as S
+from ._records import text
+
+__all__ = ["DeadOwners", "RedisHeart", "script_args"]
+
+Client = Union["Redis", "RedisCluster"]
+
+
+class DeadOwners:
+    """The dead instances of the latest beat, written by the heartbeat thread, read by the backend's calls.
+
+    One immutable set of ``(instance, alive_until)`` swapped under a lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pairs: frozenset[tuple[str, int]] = frozenset()
+
+    def update(self, dead: Mapping[str, int]) -> None:
+        pairs = frozenset(dead.items())
+        with self._lock:
+            self._pairs = pairs
+
+    def snapshot(self) -> frozenset[tuple[str, int]]:
+        with self._lock:
+            return self._pairs
+
+
+def script_args(pairs: frozenset[tuple[str, int]]) -> tuple[str | int, ...]:
+    """The pairs as the scripts read them (``helpers/dead.lua``): instance, alive_until, …"""
+    return tuple(x for name, until in sorted(pairs) for x in (name, until))
+
+
+class RedisHeart(Heart):
+    """One instance's heartbeat, on a client of its own made in the heartbeat thread's loop.
+
+    It holds only plain data of its backend (URL, mode, key) and the
+    :class:`DeadOwners` holder, which is thread-safe.
+    """
+
+    def __init__(self, url: str, cluster: bool, key: str, connect_timeout_s: float, dead: DeadOwners) -> None:
+        self._url = url
+        self._cluster = cluster
+        self._key = key
+        self._timeout = connect_timeout_s
+        self._dead = dead
+        self._client: Client | None = None
+
+    async def open(self) -> None:
+        if self._cluster:
+            self._client = RedisCluster.from_url(self._url, socket_connect_timeout=self._timeout)
+        else:
+            self._client = Redis.from_url(self._url, socket_connect_timeout=self._timeout)
+
+    async def _run(self, script: S.Script, *args: Any) -> Any:
+        client = self._client
+        if client is None:
+            raise RuntimeError("RedisHeart used before open()")
+        try:
+            try:
+                return await client.evalsha(script.sha, 1, self._key, *args)
+            except NoScriptError:
+                return await client.eval(script.source, 1, self._key, *args)
+        except ResponseError as exc:
+            if "WRONGTYPE" in str(exc):
+                raise ResponseError(
+                    f"the heartbeat key {self._key} is not a sorted set (something else wrote it); delete it "
+                    "(the instances recreate it with their next beat)"
+                ) from exc
+            raise
+
+    async def beat(self, instance: str, ttl_ms: int) -> Beat:
+        reply = await self._run(S.BEAT, instance, ttl_ms, RETAIN_DEAD_MS)
+        dead = {text(reply[i]): int(float(text(reply[i + 1]))) for i in range(0, len(reply), 2)}
+        self._dead.update(dead)
+        return Beat(dead)
+
+    async def leave(self, instance: str) -> None:
+        await self._run(S.LEAVE, instance)
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
