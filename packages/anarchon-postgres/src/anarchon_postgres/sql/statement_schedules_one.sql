@@ -1,0 +1,1 @@
+SELECT record, revision FROM @schema@.schedules WHERE name = $1
