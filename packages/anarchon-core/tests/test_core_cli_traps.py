@@ -113,7 +113,7 @@ def test_check_connects_and_reports_each_check(app: str, capsys: pytest.CaptureF
     assert main(["check", app, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is True
-    assert [c["check"] for c in report["checks"]] == ["options", "connect", "clock"]
+    assert [c["check"] for c in report["checks"]] == ["options", "connect", "clock", "guarantee"]
     assert main(["check", app, "--offline", "--json"]) == 0
     assert [c["check"] for c in json.loads(capsys.readouterr().out)["checks"]] == ["options"]
 

@@ -1,16 +1,15 @@
-"""``start()`` warns when claims commit on a primary that replicates them asynchronously.
+"""The guarantee report names what a failover or a crash of PostgreSQL can do to claims.
 
 A private primary and a streaming standby (``initdb``, ``pg_basebackup -R``,
 ``pg_ctl``, run as the ``postgres`` user when the tests run as root) on free
 ports in a temp dir, stopped in ``finally``. The shared server streams to no
-standby, so it must not warn.
+standby: its report says nothing can run twice on a failover.
 """
 
 from __future__ import annotations
 
 import asyncio
 import glob
-import logging
 import os
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from anarchon.guarantees import Finding, check_findings
 from anarchon_conformance import free_port
 from anarchon_postgres import PostgresBackend
 
@@ -36,7 +36,7 @@ def _run(*argv: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def primary_with_standby() -> Iterator[str]:
+def primary_with_standby() -> Iterator[tuple[str, str]]:
     if not BIN:
         if os.environ.get("CI"):
             pytest.fail("CI is set: /usr/lib/postgresql/*/bin is needed for the replication tests")
@@ -56,7 +56,10 @@ def primary_with_standby() -> Iterator[str]:
         _run(f"{pg}/pg_basebackup", "-h", "127.0.0.1", "-p", str(ports[0]), "-U", "postgres", "-D", str(data[1]),
              "-R", "-X", "stream", "-c", "fast")  # fmt: skip
         _run(f"{pg}/pg_ctl", "-D", str(data[1]), "-l", str(root / "standby.log"), "-o", opts[1], "-w", "start")
-        yield f"postgresql://postgres@127.0.0.1:{ports[0]}/postgres"
+        yield (
+            f"postgresql://postgres@127.0.0.1:{ports[0]}/postgres",
+            f"postgresql://postgres@127.0.0.1:{ports[1]}/postgres",
+        )
     finally:
         for d in data:
             if (d / "postmaster.pid").exists():
@@ -80,40 +83,73 @@ async def _streaming(dsn: str, state: str) -> None:
         await conn.close()
 
 
-async def _set_sync_names(dsn: str, names: str) -> None:
+async def _set(dsn: str, setting: str, value: str) -> None:
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute(f"ALTER SYSTEM SET synchronous_standby_names = '{names}'")
+        await conn.execute(f"ALTER SYSTEM SET {setting} = '{value}'")
         await conn.execute("SELECT pg_reload_conf()")
     finally:
         await conn.close()
 
 
-async def _start_logs(dsn: str, caplog: pytest.LogCaptureFixture, schema: str = "anarchon_rep_test") -> list[str]:
-    caplog.clear()
-    backend = PostgresBackend(dsn=dsn, schema=schema)
-    with caplog.at_level(logging.WARNING, logger="anarchon.postgres"):
-        await backend.start()
-    await backend.close()
-    return [r.getMessage() for r in caplog.records if r.name == "anarchon.postgres"]
-
-
-async def test_start_warns_on_a_primary_that_streams_claims_asynchronously(primary_with_standby, caplog):
-    await _set_sync_names(primary_with_standby, "")
-    await _streaming(primary_with_standby, "async")
-    (message,) = await _start_logs(primary_with_standby, caplog)
-    assert "asynchronously" in message and "synchronous_standby_names is empty" in message
-    assert "When the server fails over" in message
-
-
-async def test_start_is_quiet_when_the_standby_is_synchronous(primary_with_standby, caplog):
-    await _set_sync_names(primary_with_standby, "*")
+async def _report(dsn: str) -> dict[str, Finding]:
+    """The findings by topic, read as ``anarchon check`` reads them: the backend opened read-only."""
+    backend = PostgresBackend(dsn=dsn, schema="anarchon_rep_test")
+    await backend.start_read_only()
     try:
-        await _streaming(primary_with_standby, "sync")
-        assert await _start_logs(primary_with_standby, caplog) == []
+        return {f.topic: f for f in check_findings(await backend.guarantees())}
     finally:
-        await _set_sync_names(primary_with_standby, "")
+        await backend.close()
 
 
-async def test_start_is_quiet_on_a_server_without_standbys(pg_dsn, schema, caplog):
-    assert [m for m in await _start_logs(pg_dsn, caplog, schema) if "asynchronously" in m] == []
+async def test_an_asynchronous_standby_is_a_failover_that_can_run_slots_twice(primary_with_standby):
+    primary, _ = primary_with_standby
+    await _set(primary, "synchronous_standby_names", "")
+    await _streaming(primary, "async")
+    failover = (await _report(primary))["failover"]
+    assert not failover.ok and "asynchronously (synchronous_standby_names is empty)" in failover.detail
+    assert "synchronous_standby_names" in failover.fix and "When the server fails over" in failover.fix
+
+
+async def test_a_synchronous_standby_holds_every_claim(primary_with_standby):
+    primary, _ = primary_with_standby
+    await _set(primary, "synchronous_standby_names", "*")
+    try:
+        await _streaming(primary, "sync")
+        report = await _report(primary)
+        assert report["failover"].ok and "synchronous standby (1 of 1)" in report["failover"].detail
+        assert report["role"].ok
+    finally:
+        await _set(primary, "synchronous_standby_names", "")
+
+
+async def test_a_commit_that_a_crash_can_lose_is_named_with_its_setting(primary_with_standby):
+    """The private primary runs with fsync=off (fast tests), exactly what the report must flag."""
+    primary, _ = primary_with_standby
+    durability = (await _report(primary))["durability"]
+    assert not durability.ok and durability.detail.startswith("fsync off")
+    assert durability.fix == "set fsync = on in postgresql.conf"
+    assert (await _report(primary))["commit"].ok
+    await _set(primary, "synchronous_commit", "off")
+    try:
+        commit = (await _report(primary))["commit"]
+        assert not commit.ok and "synchronous_commit = off" in commit.detail
+    finally:
+        await _set(primary, "synchronous_commit", "on")
+
+
+async def test_a_url_that_names_the_standby_is_refused_by_the_report(primary_with_standby):
+    _, standby = primary_with_standby
+    role = (await _report(standby))["role"]
+    assert not role.ok and "standby" in role.detail and "primary" in role.fix
+
+
+async def test_a_server_without_standbys_reports_that_nothing_runs_twice_on_failover(pg_dsn, schema):
+    backend = PostgresBackend(dsn=pg_dsn, schema=schema)
+    await backend.start()
+    try:
+        report = {f.topic: f for f in check_findings(await backend.guarantees())}
+    finally:
+        await backend.close()
+    assert report["failover"].ok and "no standby" in report["failover"].detail
+    assert report["role"].ok

@@ -8,7 +8,7 @@ import pytest
 
 from anarchon_postgres._backfill import BackfillStatements
 from anarchon_postgres._control import _statements as control_statements
-from anarchon_postgres._replicas import _QUERY_FILE
+from anarchon_postgres._guarantees import _QUERY_FILE
 from anarchon_postgres._schedules import _statements as schedule_statements
 from anarchon_postgres._schema import _MIGRATIONS, SCHEMA_VERSION, _resource, quote_schema, render_sql
 from anarchon_postgres._statements import Statements
@@ -47,8 +47,8 @@ def test_every_statement_renders_for_a_quoted_schema_with_no_placeholder_left():
         assert not re.search(r"@[a-z_]+@|-- @include", sql), name
 
 
-def test_the_replication_query_names_no_schema_and_is_sent_as_its_file_reads():
-    """It reads only pg_stat_replication, so :func:`._replication.asynchronous_standbys` sends the raw file."""
+def test_the_guarantees_query_names_no_schema_and_is_sent_as_its_file_reads():
+    """It reads only the server's settings and pg_stat_replication, so ``guarantees()`` sends the raw file."""
     sql = _resource(_QUERY_FILE)
     assert "FROM pg_stat_replication" in sql
     assert not re.search(r"@[a-z_]+@|-- @include", sql)

@@ -114,7 +114,7 @@ def test_unknown_query_keys_are_refused_with_the_accepted_ones() -> None:
     with pytest.raises(ValueError, match="unknown option 'prefx'") as info:
         RedisBackend.from_url("redis://h/0?prefx=billing:")
     message = str(info.value)
-    assert "anarchon's cluster, connect_timeout_ms, prefix, sweep_ms" in message
+    assert "anarchon's cluster, connect_timeout_ms, min_replicas, prefix, replica_timeout_ms, sweep_ms" in message
     assert "socket_timeout" in message and "ssl_ca_certs" in message
 
 

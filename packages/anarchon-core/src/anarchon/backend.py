@@ -142,6 +142,7 @@ from .claims import Claim, ClaimResult, Grant, Outcome
 from .control import PauseState, RunRequest
 from .errors import UnsupportedOperationError
 from .errortext import ERROR_TEXT_LIMIT, clean_text, error_text
+from .guarantees import Finding
 from .job import Job
 from .liveness import Heart
 from .options import JobOptions, resolve_options
@@ -155,6 +156,7 @@ __all__ = [
     "Capabilities",
     "Claim",
     "ClaimResult",
+    "Finding",
     "Grant",
     "LeaseBackend",
     "Outcome",
@@ -381,6 +383,17 @@ class Backend(abc.ABC):
     async def schedule_log(self, name: str) -> list[tuple[int, str]]:
         """``(revision, change)`` of the schedule's kept changes, oldest first."""
         raise self._unsupported("schedule_log()", "schedules")
+
+    # -- what the referee promises (capabilities.guarantees; see anarchon.guarantees) ----
+
+    async def guarantees(self) -> list[Finding]:
+        """What this store, as configured, promises across a failover, a restart or a full store.
+
+        Read-only and cheap (a few reads of the server's settings), and callable on a backend
+        opened for reading only. Each setting under which a slot can run twice or be lost is a
+        finding with ``ok=False`` and its fix; a setting that could not be read is one too.
+        """
+        raise self._unsupported("guarantees()", "guarantees")
 
 
 class LeaseBackend(Backend):

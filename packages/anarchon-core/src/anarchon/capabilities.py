@@ -42,6 +42,9 @@ class Capabilities:
     #: Stored schedules (:mod:`anarchon.schedules`): schedules kept in the backend with a revision
     #: each and a change log, changed at runtime, and read by every instance that has their task.
     schedules: bool = False
+    #: The guarantee report (:mod:`anarchon.guarantees`): :meth:`Backend.guarantees` reads the
+    #: store's own settings and says what it promises across a failover or a restart.
+    guarantees: bool = False
 
     @property
     def kind(self) -> str:

@@ -20,7 +20,7 @@ from ._memory_book import Record as _Record
 from ._memory_control import ControlMixin, MemoryControl
 from ._memory_fleet import MemoryFleet, RegistryMixin
 from ._memory_schedules import MemorySchedules, SchedulesMixin
-from .backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
+from .backend import Capabilities, Claim, ClaimResult, Finding, Grant, LeaseBackend, Outcome
 from .liveness import RETAIN_DEAD_MS, Beat, Heart
 from .options import check_history_limit
 from .run import Run, RunStatus, ms_to_datetime
@@ -305,6 +305,7 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, LeaseBackend):
         trigger=True,
         registry=True,
         schedules=True,
+        guarantees=True,
     )
     store: MemoryStore
 
@@ -353,6 +354,17 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, LeaseBackend):
 
     def heart(self) -> Heart:
         return _MemoryHeart(self.store)
+
+    async def guarantees(self) -> list[Finding]:
+        """One process, nothing on disk: nothing to fail over to, and a restart starts a new store."""
+        return [
+            Finding(
+                "scope",
+                True,
+                "in this process's memory: one run per slot among the instances of this process; "
+                "nothing survives a restart, so use it for tests and single-process tools",
+            )
+        ]
 
 
 class _MemoryHeart(Heart):

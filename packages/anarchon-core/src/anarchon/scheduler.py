@@ -55,6 +55,7 @@ from .clock import Clock, SystemClock
 from .context import JobFunc
 from .errors import BackendUnavailableError
 from .fleet import DriftPolicy
+from .guarantees import log_guarantees
 from .heartbeat import Heartbeat
 from .job import Job
 from .observers import Observers
@@ -412,6 +413,7 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
                 self._runner.active, self.backend, self._observers, self._health, self._is_stopping
             )
             self._tasks.spawn(watch)
+        self._tasks.spawn(log_guarantees(self.backend))  # what the referee promises, once, off the claim path
         log.info("anarchon started: instance %s, %d jobs, backend %r", self.instance_id, len(jobs), self.backend)
         self._observers.scheduler_started()
 

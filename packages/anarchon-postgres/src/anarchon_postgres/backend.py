@@ -20,10 +20,10 @@ from anarchon.run import Run, datetime_to_ms
 from ._backfill import BackfillMixin, BackfillStatements
 from ._calls import UNREACHABLE, CallsMixin
 from ._control import ControlMixin
+from ._guarantees import GuaranteesMixin
 from ._heart import PostgresHeart
 from ._records import batch_args, claim_args, claim_result, finish_args
 from ._registry import RegistryMixin
-from ._replicas import asynchronous_standbys
 from ._schedules import SchedulesMixin
 from ._schema import (
     SCHEMA_VERSION,
@@ -53,7 +53,9 @@ _CHUNK = 1000
 _CLAIMS_AT_ONCE = 2
 
 
-class PostgresBackend(CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, LeaseBackend):
+class PostgresBackend(
+    GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, LeaseBackend
+):
     """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
 
     Each claim, take-over, renewal and finish is one statement calling a
@@ -83,6 +85,7 @@ class PostgresBackend(CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, B
         trigger=True,
         registry=True,
         schedules=True,
+        guarantees=True,
     )
 
     def __init__(
@@ -139,10 +142,7 @@ class PostgresBackend(CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, B
         try:
             async with self._pool.acquire(timeout=self._timeout) as conn:
                 await ensure_schema(conn, self.schema)
-                warning = await asynchronous_standbys(conn)
             self._read_only, self.schema_version = False, SCHEMA_VERSION
-            if warning:
-                log.warning("anarchon-postgres at %s: %s", self._where(), warning)
         except asyncpg.InsufficientPrivilegeError as exc:
             await self._drop_own_pool()
             raise PermissionError(

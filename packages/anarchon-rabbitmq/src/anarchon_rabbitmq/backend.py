@@ -29,6 +29,7 @@ from anarchon.run import Run
 from ._arguments import difference
 from ._channels import ChannelPool
 from ._gate import claim_gate
+from ._guarantees import GuaranteesMixin
 from ._link import Link
 from ._names import check_prefix, check_slot_ttl_ms, gate_arguments, gate_queue, history_queue
 from ._records import encode_record, fold, read_stream, stream_arguments
@@ -98,7 +99,7 @@ class _Won:
     finished: bool = False
 
 
-class RabbitMQBackend(Backend):
+class RabbitMQBackend(GuaranteesMixin, Backend):
     """Claim-only backend on RabbitMQ >= 3.9 (``amqp://``, ``amqps://``).
 
     Each run has a gate queue, ``<prefix><job>.slot.<slot_ms>`` (manual runs:
@@ -118,8 +119,10 @@ class RabbitMQBackend(Backend):
     name: ClassVar[str] = "rabbitmq"
     url_schemes: ClassVar[tuple[str, ...]] = ("amqp", "amqps")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=False, history_ttl=False, server_clock=False, idempotent_claim=True, multi_process=True
+        lease=False, history_ttl=False, server_clock=False, idempotent_claim=True, multi_process=True, guarantees=True
     )
+    #: Slots due before the claims connection dropped, or this soon after, are not claimed again.
+    restart_margin_ms: ClassVar[int] = RESTART_MARGIN_MS
 
     def __init__(
         self,

@@ -1,9 +1,9 @@
 """The Redis URL: what RedisBackend reads from it and what it leaves to redis-py.
 
 ``redis://[[user]:password@]host[:port][/db][?key=value…]``. The backend's
-own options (``prefix``, ``cluster``, ``sweep_ms``, ``connect_timeout_ms``)
-are taken out of the query and checked by the constructor like its
-arguments; the keys redis-py reads stay in the URL; any other key is refused
+own options (``prefix``, ``cluster``, ``sweep_ms``, ``connect_timeout_ms``,
+``min_replicas``, ``replica_timeout_ms``) are taken out of the query and
+checked by the constructor like its arguments; the keys redis-py reads stay in the URL; any other key is refused
 by name, since redis-py would pass it to the connection as a keyword
 (``AbstractConnection.__init__() got an unexpected keyword argument``). The
 database must be a number: redis-py reads ``/abc`` as database 0.
@@ -22,7 +22,14 @@ __all__ = ["DRIVER_KEYS", "URL_OPTIONS", "read_redis_url"]
 SCHEMES = ("redis", "rediss")
 
 #: RedisBackend's options a URL may set, each with the conversion of its text.
-URL_OPTIONS = {"prefix": text, "cluster": boolean, "sweep_ms": integer, "connect_timeout_ms": integer}
+URL_OPTIONS = {
+    "prefix": text,
+    "cluster": boolean,
+    "sweep_ms": integer,
+    "connect_timeout_ms": integer,
+    "min_replicas": integer,
+    "replica_timeout_ms": integer,
+}
 
 #: Keys redis-py reads from a URL: those it converts, and the text keywords of its connections.
 DRIVER_KEYS = frozenset(URL_QUERY_ARGUMENT_PARSERS) | {

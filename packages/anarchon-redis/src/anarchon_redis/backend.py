@@ -51,6 +51,7 @@ from . import _scripts as S
 from ._backfill import BackfillMixin
 from ._calls import Call, CallsMixin, keep_cancellation
 from ._control import ControlMixin
+from ._guarantees import GuaranteesMixin
 from ._heart import DeadOwners, RedisHeart, script_args
 from ._names import Keyspace, check_prefix, run_id
 from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, text
@@ -99,7 +100,7 @@ def _mark(job: str, value: Any) -> int | None:
 _NUMBERS = struct.Struct("<9d")
 
 
-class RedisBackend(CallsMixin, ControlMixin, RegistryMixin, StoredMixin, BackfillMixin, LeaseBackend):
+class RedisBackend(GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, StoredMixin, BackfillMixin, LeaseBackend):
     """Lease backend on Redis >= 6.2 or Redis Cluster (``redis://``, ``rediss://``).
 
     ``url`` is used only when no ``client`` is given; a passed-in client
@@ -109,8 +110,9 @@ class RedisBackend(CallsMixin, ControlMixin, RegistryMixin, StoredMixin, Backfil
     ``RedisCluster``. Every key starts with ``prefix``; instances that should
     share jobs use the same prefix.
 
-    The URL's query may set ``prefix``, ``cluster``, ``sweep_ms`` and
-    ``connect_timeout_ms`` too (``redis://cache:6379/0?prefix=billing:``); an
+    The URL's query may set ``prefix``, ``cluster``, ``sweep_ms``,
+    ``connect_timeout_ms``, ``min_replicas`` and ``replica_timeout_ms`` too
+    (``redis://cache:6379/0?prefix=billing:&min_replicas=1``); an
     argument left at its default gives way to the URL, one that contradicts
     it is refused. Other keys must be ones redis-py reads, or are refused.
     """
@@ -128,6 +130,7 @@ class RedisBackend(CallsMixin, ControlMixin, RegistryMixin, StoredMixin, Backfil
         trigger=True,
         registry=True,
         schedules=True,
+        guarantees=True,
     )
 
     def __init__(
@@ -147,6 +150,8 @@ class RedisBackend(CallsMixin, ControlMixin, RegistryMixin, StoredMixin, Backfil
         cluster = found.pick("cluster", cluster, None)
         sweep_ms = found.pick("sweep_ms", sweep_ms, 60_000)
         connect_timeout_ms = found.pick("connect_timeout_ms", connect_timeout_ms, 5_000)
+        min_replicas = found.pick("min_replicas", min_replicas, 0)
+        replica_timeout_ms = found.pick("replica_timeout_ms", replica_timeout_ms, 100)
         self._keys = Keyspace(check_prefix(prefix))
         self._url = found.url
         if client is not None and not isinstance(client, (Redis, RedisCluster)):

@@ -22,6 +22,7 @@ from . import _store
 from ._backfill import BackfillMixin
 from ._control import ControlMixin
 from ._errors import DatabaseFileError
+from ._guarantees import GuaranteesMixin
 from ._heart import SQLiteHeart
 from ._registry import RegistryMixin
 from ._schedules import SchedulesMixin
@@ -53,7 +54,7 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     return result
 
 
-class SQLiteBackend(ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, LeaseBackend):
+class SQLiteBackend(GuaranteesMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, LeaseBackend):
     """A lease backend in one SQLite file (``sqlite:///path``), the embedded default.
 
     Each object is one instance with one connection; objects in any number
@@ -82,6 +83,7 @@ class SQLiteBackend(ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, 
         pause=True,
         trigger=True,
         schedules=True,
+        guarantees=True,
     )
 
     def __init__(

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._claim import ClaimTests
     from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
     from ._fleet_tests import FleetTests
+    from ._guarantees import GuaranteeReportTests, NoGuaranteeReportTests
     from ._harness import BackendFactory, Conformance, Instance
     from ._history import HISTORY_SLACK, HistoryTests
     from ._jobs import EVERY_SECOND, finished_run, make_job, unique_name
@@ -48,11 +49,13 @@ __all__ = [
     "ClaimTests",
     "Conformance",
     "FleetTests",
+    "GuaranteeReportTests",
     "HistoryLimitTests",
     "HistoryTests",
     "Instance",
     "LeaseTests",
     "LivenessTests",
+    "NoGuaranteeReportTests",
     "OptionTests",
     "PauseRefusalTests",
     "PauseTests",
@@ -90,6 +93,8 @@ _HOME = {
     "TriggerRefusalTests": "_control",
     "TriggerTests": "_control",
     "FleetTests": "_fleet_tests",
+    "GuaranteeReportTests": "_guarantees",
+    "NoGuaranteeReportTests": "_guarantees",
     "BackendFactory": "_harness",
     "Conformance": "_harness",
     "Instance": "_harness",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._backfill import BackfillRefusalTests, BackfillTests
 from ._claim import ClaimTests
 from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
+from ._guarantees import GuaranteeReportTests, NoGuaranteeReportTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
 from ._liveness import LivenessTests
@@ -41,6 +42,8 @@ class BackendSuite(
     ScheduleStoreTests,
     StoredScheduleFleetTests,
     ScheduleStoreRefusalTests,
+    GuaranteeReportTests,
+    NoGuaranteeReportTests,
 ):
     """Every conformance test; each gated on the capabilities it needs.
 

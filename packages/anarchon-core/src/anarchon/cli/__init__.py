@@ -180,14 +180,20 @@ def _parser(
 
     p = command(
         "check",
-        "readiness gate: check the options, connect, check the clock skew",
-        "Check every job's options against the backend, connect to it (read-only) and check this host's "
-        "clock skew against it. Exits 1 with the reason when a check fails, so it can serve as a Kubernetes "
-        "readiness probe or a deploy gate.",
+        "readiness gate: check the options, connect, check the clock skew, report what the referee promises",
+        "Check every job's options against the backend, connect to it (read-only), check this host's "
+        "clock skew against it and print what the referee as configured promises across a failover or a "
+        "restart (a WARN line names each setting that can run a slot twice, with its fix). Exits 1 with the "
+        "reason when a check fails, so it can serve as a Kubernetes readiness probe or a deploy gate.",
     )
     p.add_argument("target", metavar="module:attr", nargs="?", help=TARGET_HELP + " (optional with --backend)")
     backend_option(p)
     p.add_argument("--offline", action="store_true", help="check the options only, without connecting")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail when the referee as configured cannot promise one run per slot across a failover or a restart",
+    )
     p.add_argument(
         "--timeout",
         type=float,

@@ -12,7 +12,11 @@ printed on its own line:
    which must stay within a quarter of the smallest ``max_late_ms`` (the
    scheduler's own warning threshold);
 4. **schema**: a note when ``start()`` would still create or migrate the
-   backend's schema (PostgreSQL), which ``anarchon migrate`` does ahead.
+   backend's schema (PostgreSQL), which ``anarchon migrate`` does ahead;
+5. **guarantee**: what the referee as configured promises across a failover
+   or a restart (:mod:`anarchon.guarantees`), one line a finding. A finding
+   that is not ok is a WARNING with its fix; ``--strict`` makes it fail the
+   check, for a deploy gate that refuses a referee that can run a slot twice.
 
 Exit 0 when every check passed, 1 when one failed (the reason is printed),
 2 for a command line or configuration that cannot work.
@@ -28,6 +32,7 @@ from dataclasses import asdict, dataclass
 
 from ..backend import Backend
 from ..clock import Clock, SystemClock
+from ..guarantees import read_guarantees
 from ..options import JobOptions
 from ..scheduler import Scheduler
 from ._common import print_json, reading, resolve
@@ -42,6 +47,8 @@ class Result:
     check: str
     ok: bool
     detail: str
+    #: A finding that is not ok but does not fail the check (``--strict`` turns it into a failure).
+    warning: bool = False
 
 
 def _skew_limit_ms(scheduler: Scheduler | None) -> int:
@@ -50,7 +57,7 @@ def _skew_limit_ms(scheduler: Scheduler | None) -> int:
     return min(lates or [JobOptions().max_late_ms]) // 4
 
 
-async def _probe(backend: Backend, clock: Clock, limit_ms: int, results: list[Result]) -> None:
+async def _probe(backend: Backend, clock: Clock, limit_ms: int, strict: bool, results: list[Result]) -> None:
     began = time.monotonic()
     async with reading(backend):
         results.append(Result("connect", True, f"{backend!r} answered in {(time.monotonic() - began) * 1000:.0f} ms"))
@@ -68,6 +75,8 @@ async def _probe(backend: Backend, clock: Clock, limit_ms: int, results: list[Re
             )
         else:
             results.append(Result("clock", True, "the backend has no clock of its own: leases use this host's"))
+        for f in await read_guarantees(backend):
+            results.append(Result("guarantee", f.ok or not strict, f.line(), warning=not f.ok and not strict))
         if getattr(backend, "needs_migration", False):
             results.append(
                 Result(
@@ -93,7 +102,7 @@ async def check(args: argparse.Namespace) -> int:
     if not args.offline:
         try:
             clock = scheduler.clock if scheduler is not None else SystemClock()
-            probe = _probe(backend, clock, _skew_limit_ms(scheduler), results)
+            probe = _probe(backend, clock, _skew_limit_ms(scheduler), args.strict, results)
             await asyncio.wait_for(probe, args.timeout)
         except asyncio.TimeoutError:
             results.append(Result("connect", False, f"{backend!r} did not answer within {args.timeout:g} s"))
@@ -105,5 +114,5 @@ async def check(args: argparse.Namespace) -> int:
         print_json({"ok": ok, "checks": [asdict(r) for r in results]})
     else:
         for r in results:
-            print(f"{'ok' if r.ok else 'FAILED':6} {r.check}: {r.detail}")
+            print(f"{'FAILED' if not r.ok else 'WARN' if r.warning else 'ok':6} {r.check}: {r.detail}")
     return 0 if ok else 1
