@@ -25,6 +25,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from .control import PauseState, RunRequest
+from .health import HealthServer, check_health_port, serve_health
 from .job import Job
 from .run import Run
 from .scheduler import Scheduler
@@ -48,9 +49,15 @@ class SchedulerThread:
     call itself (``JobNotFoundError``, a backend's error) is raised as is.
     """
 
-    def __init__(self, scheduler: Scheduler, *, grace_ms: int, name: str) -> None:
+    def __init__(
+        self, scheduler: Scheduler, *, grace_ms: int, name: str, health: tuple[int, str] | None = None
+    ) -> None:
         self.scheduler = scheduler
         self.grace_ms = grace_ms
+        #: (port, host) of the health endpoints, served on the scheduler's loop; None: none.
+        self._health_at = health
+        #: The health endpoints once served (:attr:`HealthServer.port` tells a port 0 picked).
+        self.health: HealthServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
@@ -77,13 +84,21 @@ class SchedulerThread:
         self._loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
         try:
+            if self._health_at is not None:
+                self.health = await serve_health(self.scheduler, *self._health_at)
             await self.scheduler.start()
         except BaseException as exc:  # handed to the caller of start_in_background(), which raises it
             self._startup_error = exc
+            if self.health is not None:
+                await self.health.close()
             return
         finally:
             self._ready.set()
-        await self._done.wait()
+        try:
+            await self._done.wait()
+        finally:
+            if self.health is not None:
+                await self.health.close()
 
     async def _stop(self, grace_ms: int) -> None:
         assert self._done is not None
@@ -237,18 +252,23 @@ def start_in_background(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     grace_ms: int = 10_000,
     name: str = "anarchon",
+    health_port: int | None = None,
+    health_host: str = "127.0.0.1",
 ) -> SchedulerThread:
     """Start ``scheduler`` on an event loop in a new daemon thread and return its handle.
 
     Returns once the scheduler started; an error of ``start()`` (a backend
     that cannot be reached, a job its backend refuses) is raised here, in the
     caller, and no thread is left behind. ``grace_ms`` is what :meth:`stop`
-    and the interpreter's exit give running jobs.
+    and the interpreter's exit give running jobs. ``health_port`` serves
+    ``/healthz`` and ``/readyz`` (:mod:`anarchon.health`) on the scheduler's
+    loop; the handle's ``health.port`` tells the port when 0 was given.
     """
     if not isinstance(scheduler, Scheduler):
         raise TypeError(f"start_in_background() needs a Scheduler, not {type(scheduler).__name__}")
     if scheduler.started:
         raise RuntimeError("this scheduler is already started on a loop of its own; stop() it first")
-    handle = SchedulerThread(scheduler, grace_ms=grace_ms, name=name)
+    health = (check_health_port(health_port), health_host) if health_port is not None else None
+    handle = SchedulerThread(scheduler, grace_ms=grace_ms, name=name, health=health)
     handle._start(timeout)
     return handle

@@ -24,6 +24,7 @@ from typing import Any
 from .. import __version__
 from ..commands import CliCommand
 from ..errors import AnarchonError, BackendUnavailableError
+from ..health import check_health_port
 from . import _control, _schedules
 from ._backfill import backfill, parse_moment
 from ._check import check
@@ -89,6 +90,19 @@ def _parser(
         metavar="MS",
         help="on the first SIGINT/SIGTERM, how long running jobs get to finish before they are cancelled and "
         "handed over (default 10000); a second signal exits at once",
+    )
+    p.add_argument(
+        "--health-port",
+        type=_port,
+        metavar="PORT",
+        help="serve /healthz (the process and its loop answer) and /readyz (scheduling, backend answering, "
+        "heartbeat acknowledged) on this port, for Kubernetes probes; 0 picks a free one (logged)",
+    )
+    p.add_argument(
+        "--health-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address the health endpoints listen on (default 127.0.0.1; 0.0.0.0 for a pod's probes)",
     )
 
     p = command(
@@ -226,6 +240,13 @@ def _parser(
         # Listed for --help and suggestions only: main() hands its arguments to the plugin unparsed.
         sub.add_parser(name, help=f"{plugin.help} (anarchon {name} --help)", add_help=False)
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        return check_health_port(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port from 0 to 65535 (0: a free one)") from None
 
 
 def _positive_int(text: str) -> int:

@@ -21,6 +21,7 @@ import logging
 import os
 import signal
 
+from ..health import serve_health
 from ..run import RunStatus
 from ..scheduler import Scheduler
 from ._common import print_runs, resolve
@@ -30,8 +31,14 @@ __all__ = ["run", "run_now"]
 log = logging.getLogger("anarchon.cli")
 
 
-async def serve(scheduler: Scheduler, grace_ms: int) -> None:
-    """Run the scheduler until a signal; a second signal exits at once."""
+async def serve(
+    scheduler: Scheduler, grace_ms: int, health_port: int | None = None, health_host: str = "127.0.0.1"
+) -> None:
+    """Run the scheduler until a signal; a second signal exits at once.
+
+    The health endpoints start first, so a liveness probe answers while the
+    scheduler still waits for its backend (readiness says 503 until it schedules).
+    """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     received: list[int] = []
@@ -59,17 +66,22 @@ async def serve(scheduler: Scheduler, grace_ms: int) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows' loops
             loop.add_signal_handler(sig, on_signal, sig)
-    await scheduler.start()
+    health = await serve_health(scheduler, health_port, health_host) if health_port is not None else None
     try:
-        await stop.wait()
+        await scheduler.start()
+        try:
+            await stop.wait()
+        finally:
+            await scheduler.stop(grace_ms)
     finally:
-        await scheduler.stop(grace_ms)
+        if health is not None:
+            await health.close()
 
 
 def run(args: argparse.Namespace) -> int:
     scheduler, _ = resolve(args.target, args.backend)
     assert scheduler is not None
-    asyncio.run(serve(scheduler, args.grace_ms))
+    asyncio.run(serve(scheduler, args.grace_ms, args.health_port, args.health_host))
     return 0
 
 
