@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import random
 import uuid
 from collections import defaultdict
@@ -244,25 +243,21 @@ async def test_losing_a_server_during_a_run_never_runs_a_slot_twice_and_keeps_th
             await wait_jetstream(cluster.urls)
 
 
-async def _start_warnings(cluster: Cluster, stream: str, caplog: pytest.LogCaptureFixture, **kw: Any) -> list[str]:
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="anarchon.nats"):
-        b = await _started(cluster, stream, **kw)
-    await b.close()
-    return [r.getMessage() for r in caplog.records if "1 replica" in r.getMessage()]
+async def _replicas_finding(cluster: Cluster, stream: str, **kw: Any) -> Any:
+    b = await _started(cluster, stream, **kw)
+    try:
+        (replicas,) = [f for f in await b.guarantees() if f.topic == "replicas"]
+    finally:
+        await b.close()
+    return replicas
 
 
-async def test_start_warns_when_the_stream_has_one_replica_on_a_cluster(cluster, stream_name, caplog) -> None:
-    (message,) = await _start_warnings(cluster, stream_name, caplog)
-    assert f"stream {stream_name} has 1 replica" in message and "replicas=3" in message
+async def test_the_report_names_one_replica_on_a_cluster_with_its_fix(cluster, stream_name) -> None:
+    replicas = await _replicas_finding(cluster, stream_name)
+    assert not replicas.ok and f"stream {stream_name} has 1 replica(s) on JetStream cluster" in replicas.detail
+    assert "replicas=3" in replicas.fix
 
 
-async def test_start_is_quiet_when_the_stream_has_three_replicas(cluster, stream_name, caplog) -> None:
-    assert await _start_warnings(cluster, stream_name, caplog, replicas=3) == []
-
-
-async def test_start_is_quiet_on_a_single_server(backends, caplog) -> None:
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="anarchon.nats"):
-        await backends(1)
-    assert [r for r in caplog.records if "1 replica" in r.getMessage()] == []
+async def test_the_report_says_three_replicas_keep_deciding_when_a_server_is_lost(cluster, stream_name) -> None:
+    replicas = await _replicas_finding(cluster, stream_name, replicas=3)
+    assert replicas.ok and "3 replicas" in replicas.detail

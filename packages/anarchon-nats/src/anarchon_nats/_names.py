@@ -7,6 +7,7 @@ another application's subjects.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 
@@ -25,6 +26,9 @@ __all__ = [
     "redact_servers",
     "result_msg_id",
     "results_subject",
+    "schedule_subject",
+    "schedules_root",
+    "schedules_stream",
 ]
 
 _STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -75,6 +79,31 @@ def claim_msg_id(job: str, slot_ms: int, manual: bool) -> str:
 
 def result_msg_id(job: str, slot_ms: int, manual: bool) -> str:
     return f"{claim_msg_id(job, slot_ms, manual)}:result"
+
+
+def schedules_stream(stream: str, prefix: str) -> str:
+    """The stream of a namespace's stored schedules: ``<stream>_schedules_<digest>``.
+
+    The digest is the first 12 hex digits of the SHA-256 of the prefix, so each
+    namespace (stream and prefix) has a stream, and a counter, of its own, and
+    the name stays a valid stream name (a prefix holds dots and may be 200 long).
+    """
+    digest = hashlib.sha256(check_prefix(prefix).encode()).hexdigest()[:12]
+    return f"{check_stream_name(stream)}_schedules_{digest}"
+
+
+def schedules_root(stream: str, prefix: str) -> str:
+    """Where the namespace's schedule subjects live: ``$ANARCHON.<schedules stream>``.
+
+    Rooted at ``$ANARCHON``, which no checked prefix can start with, so the
+    schedules stream never overlaps a backend's ``<prefix>>`` stream.
+    """
+    return f"$ANARCHON.{schedules_stream(stream, prefix)}"
+
+
+def schedule_subject(stream: str, prefix: str, name: str) -> str:
+    """One schedule's subject: its changes, oldest first, the last one its state."""
+    return f"{schedules_root(stream, prefix)}.{check_job_name(name)}"
 
 
 def covers(pattern: str, subject: str) -> bool:

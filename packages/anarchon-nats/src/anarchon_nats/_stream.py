@@ -13,6 +13,11 @@ Both limits only ever go up: every instance of a fleet raises them to its own
 need, so instances configured differently never undo each other, and the
 stream keeps the largest need of all (the documentation's "one history size
 for all of them").
+
+The stored schedules' stream (:mod:`._schedules`) is made by the same rules,
+with its own subjects, description and per-subject limit, and, when
+``replicas`` is unset, the replicas of the backend's stream for a new one
+(``new_replicas``).
 """
 
 from __future__ import annotations
@@ -53,20 +58,24 @@ class StreamNeeds:
     subject: str
     duplicate_window_ms: int
     per_subject: int
+    #: Set on a new stream, and on an existing one when it has other replicas; ``None``: kept as it is.
     replicas: int | None
+    description: str = "anarchon: claimed runs and their results"
+    #: The replicas of a new stream when ``replicas`` is ``None`` (then 1 when this is ``None`` too).
+    new_replicas: int | None = None
 
 
 def _new_config(needs: StreamNeeds) -> StreamConfig:
     return StreamConfig(
         name=needs.name,
-        description="anarchon: claimed runs and their results",
+        description=needs.description,
         subjects=[needs.subject],
         retention=RetentionPolicy.LIMITS,
         storage=StorageType.FILE,
         discard=DiscardPolicy.OLD,
         max_msgs_per_subject=needs.per_subject,
         duplicate_window=needs.duplicate_window_ms / 1000,
-        num_replicas=needs.replicas or 1,
+        num_replicas=needs.replicas or needs.new_replicas or 1,
     )
 
 

@@ -30,6 +30,7 @@ from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError, InvalidJobError
 from anarchon.options import check_history_limit, check_job_name
 
+from ._guarantees import GuaranteesMixin
 from ._names import (
     check_positive_int,
     check_prefix,
@@ -43,8 +44,8 @@ from ._names import (
 )
 from ._records import decode_claim, encode_claim, encode_result, join_history
 from ._registry import RegistryMixin
-from ._replicas import single_copy_warning
 from ._requests import Requests, stored_data
+from ._schedules import SchedulesMixin
 from ._stream import StreamNeeds, ensure_stream
 from ._url import check_server, connect_credentials, is_refusal, read_nats_url
 from ._version import old_server_warning
@@ -67,7 +68,7 @@ READ_TIMEOUT_S = 5.0
 _MSG_ID = "Nats-Msg-Id"
 
 
-class NatsBackend(RegistryMixin, Backend):
+class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
     """A claim backend on NATS JetStream (``nats://``, ``tls://``).
 
     ``servers`` is one URL or a list (one string may hold several servers
@@ -81,7 +82,14 @@ class NatsBackend(RegistryMixin, Backend):
     name: ClassVar[str] = "nats"
     url_schemes: ClassVar[tuple[str, ...]] = ("nats", "tls")
     capabilities: ClassVar[Capabilities] = Capabilities(
-        lease=False, history_ttl=False, server_clock=False, idempotent_claim=True, multi_process=True, registry=True
+        lease=False,
+        history_ttl=False,
+        server_clock=False,
+        idempotent_claim=True,
+        multi_process=True,
+        registry=True,
+        guarantees=True,
+        schedules=True,
     )
 
     def __init__(
@@ -171,13 +179,6 @@ class NatsBackend(RegistryMixin, Backend):
             raise
         self._nc, self._js = nc, js
         self._per_subject = config.max_msgs_per_subject or 0
-        try:
-            warning = await single_copy_warning(nc, js, self.stream)
-        except (asyncio.TimeoutError, nats.errors.Error) as exc:  # only a warning: never fail start() for it
-            log.info("could not read stream %s's replicas: %s", self.stream, exc)
-        else:
-            if warning:
-                log.warning("NATS at %s: %s", self._where(), warning)
         try:
             server = nc.connected_server_version
             version = f"{server.major}.{server.minor}.{server.patch}"
