@@ -17,6 +17,7 @@ from ._health import BackendHealth, error_text
 from ._invoke import JobInvoker
 from ._keeper import LeaseKeeper, held_until, lose_lease
 from ._retry import invoke_with_retries
+from ._revive import Reviver
 from ._runlog import RunLog
 from .backend import Backend, Grant, LeaseBackend
 from .clock import Clock
@@ -80,8 +81,27 @@ class RunExecutor:
         #: This instance's heartbeat, on a backend with liveness: a grant is run only while it holds.
         self.heartbeat: Heartbeat | None = None
         self.invoker = JobInvoker(self.runlog)
+        self._stopping = False
+        revives = self._leases is not None and backend.capabilities.revive
+        self._reviver = (
+            Reviver(self._leases, clock, instance_id, health, lambda: self._stopping)
+            if revives and self._leases is not None
+            else None
+        )
 
     async def execute(self, job: Job, grant: Grant, sent: float, due_ms: int | None = None) -> Run | None:
+        """Run one granted slot to its end (see :meth:`_execute`); then, if it found a run dead, revive.
+
+        A take-over or a grant superseding a dead run learned that a run was dead: the slots skipped
+        for it meanwhile are revived and run here, one after another, after this run (``_revive``).
+        """
+        known_ms = self._clock.now_ms()
+        run = await self._execute(job, grant, sent, due_ms)
+        if run is not None and self._reviver is not None:
+            await self._reviver.after(job, grant, known_ms, self._execute)
+        return run
+
+    async def _execute(self, job: Job, grant: Grant, sent: float, due_ms: int | None = None) -> Run | None:
         """Run one granted slot to its end; the finished record, or None if the lease was lost.
 
         ``due_ms`` is when its claim was due (slot plus jitter), for a plain
@@ -198,6 +218,7 @@ class RunExecutor:
 
     def cancel_all(self) -> None:
         """Cancel every job now (a forced stop), as the end of the grace would."""
+        self._stopping = True
         for active in list(self.active.values()):
             if active.cancel_job():
                 active.cancelled_by_stop = True
@@ -205,6 +226,7 @@ class RunExecutor:
 
     async def stop(self, grace_ms: int) -> None:
         """Give running jobs ``grace_ms`` to finish, then cancel them, and wait for their bookkeeping."""
+        self._stopping = True  # no revival starts during a stop
         waiters = [asyncio.ensure_future(a.ended.wait()) for a in self.active.values()]
         if waiters:
             _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)

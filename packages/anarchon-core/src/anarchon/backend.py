@@ -71,6 +71,15 @@ lease — subclass :class:`LeaseBackend`
       and no overlap check is made (the caller bounds its concurrency).
       A slot with a record answers ``LOST`` with that record (``record``), or,
       for a retry with the record's own token while running, ``WON`` again.
+    * A backend with ``capabilities.revive`` decides :meth:`LeaseBackend.revive`
+      claims: a scheduled slot whose record is ``skipped`` (for overlap) is
+      granted as a new run (``fencing`` grows; ``mark`` and ``won`` stay)
+      when no run of the job holds an unexpired lease (the liveness rule
+      included); with one, it answers ``SKIPPED`` and the record stays. A
+      slot without a record, or with any other status, answers ``LOST``
+      (with the record); a retry with the revived run's token while it runs,
+      ``WON`` again. So a slot skipped for a run whose owner was dead runs
+      once, and never beside a live run.
 
 Steering the fleet (optional, each behind a capability; see :mod:`anarchon.control`):
 
@@ -442,3 +451,11 @@ class LeaseBackend(Backend):
         it stay instantiable: they simply do not offer backfills.
         """
         raise NotImplementedError(f"backend {self.name!r} does not declare the backfill capability")
+
+    async def revive(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Claim again slots skipped for overlap (the rule is in the module docstring); answers line up.
+
+        The scheduler calls it once a run it took over, or superseded, turned out dead: the slots
+        skipped while that run seemed alive ran nothing. Only for ``capabilities.revive``.
+        """
+        raise self._unsupported("revive()", "revive")

@@ -30,6 +30,8 @@ class Capabilities:
     #: whose owner's heartbeat expired is taken over at once, not at its lease.
     liveness: bool = False
     backfill: bool = False  #: LeaseBackend.backfill(): past slots run once, at most, across fleet and backfills.
+    #: LeaseBackend.revive(): a slot skipped for overlap with a run found dead is claimed again, once.
+    revive: bool = False
     #: ``pause()``/``resume()`` across the fleet: the pause is stored with the job and the
     #: backend records a paused job's slots ``paused`` (:meth:`Backend.claim_paused`).
     pause: bool = False

@@ -157,6 +157,26 @@ class MemoryStore:
             self._trim(book, c.spec, now)
             return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms))
 
+    def revive(self, c: Claim) -> ClaimResult:
+        """A revive claim (see :mod:`anarchon.backend`): a ``skipped`` slot granted when no live run holds the job."""
+        with self._lock:
+            now = self.clock()
+            book = self._book(c.job)
+            key = (c.slot_ms, False)
+            existing = book.runs.get(key)
+            if existing is None:
+                return ClaimResult(Outcome.LOST)
+            if existing.token == c.token and existing.run.status is RunStatus.RUNNING:
+                return ClaimResult(Outcome.WON, self._grant(existing))
+            if existing.run.status is not RunStatus.SKIPPED:
+                return ClaimResult(Outcome.LOST, record=existing.run)
+            if any(not self._expired(book.runs[k], now) for k in book.running):
+                return ClaimResult(Outcome.SKIPPED, record=existing.run)
+            book.fencing += 1
+            rec = _Record(c.running(fencing=book.fencing), c.token, c.options.lease_ms, now + c.options.lease_ms)
+            book.put(key, rec)
+            return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms))
+
     def _skip(self, book: _Book, key: tuple[int, bool], c: Claim, now: int) -> ClaimResult:
         """Record the slot skipped for overlap: a run still holds the job's lease."""
         base = c.running()
@@ -301,6 +321,7 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, LeaseBackend):
         multi_process=False,
         liveness=True,
         backfill=True,
+        revive=True,
         pause=True,
         trigger=True,
         registry=True,
@@ -330,6 +351,9 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, LeaseBackend):
 
     async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         return [self.store.backfill(c) for c in claims]
+
+    async def revive(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        return [self.store.revive(c) for c in claims]
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         return self.store.finish(grant, run)

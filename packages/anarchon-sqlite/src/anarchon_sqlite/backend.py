@@ -25,6 +25,7 @@ from ._errors import DatabaseFileError
 from ._guarantees import GuaranteesMixin
 from ._heart import SQLiteHeart
 from ._registry import RegistryMixin
+from ._revive import ReviveMixin
 from ._schedules import SchedulesMixin
 from ._schema import SYNCHRONOUS_MODES, open_store
 from ._waiting import in_turn, is_busy
@@ -54,7 +55,9 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     return result
 
 
-class SQLiteBackend(GuaranteesMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, LeaseBackend):
+class SQLiteBackend(
+    GuaranteesMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, ReviveMixin, LeaseBackend
+):
     """A lease backend in one SQLite file (``sqlite:///path``), the embedded default.
 
     Each object is one instance with one connection; objects in any number
@@ -80,6 +83,7 @@ class SQLiteBackend(GuaranteesMixin, ControlMixin, RegistryMixin, SchedulesMixin
         liveness=True,
         registry=True,
         backfill=True,
+        revive=True,
         pause=True,
         trigger=True,
         schedules=True,

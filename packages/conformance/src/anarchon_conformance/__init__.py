@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._reference import ReferenceTests
     from ._registry import RegistryRefusalTests, RegistryTests
     from ._requires import gated, requires
+    from ._revive import ReviveTests
     from ._robust import HistoryLimitTests, PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
     from ._scheduler import SchedulerTests
     from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
@@ -64,6 +65,7 @@ __all__ = [
     "ReferenceTests",
     "RegistryRefusalTests",
     "RegistryTests",
+    "ReviveTests",
     "RobustnessTests",
     "ScheduleStoreRefusalTests",
     "ScheduleStoreTests",
@@ -112,6 +114,7 @@ _HOME = {
     "OptionTests": "_options",
     "PolicyTests": "_policies",
     "ReferenceTests": "_reference",
+    "ReviveTests": "_revive",
     "RegistryRefusalTests": "_registry",
     "RegistryTests": "_registry",
     "ScheduleStoreRefusalTests": "_schedules",

@@ -215,6 +215,43 @@ class FleetTests(FleetControlTests, SuiteBase):
             _near(f, unexplained, 1000),
         )
 
+    @requires("multi_process", "liveness", "revive")
+    def test_the_slots_skipped_for_a_dead_batch_are_run(self, fleet: FleetMaker) -> None:
+        """Issue 36: with the default options a kill -9 loses none of the dead runs' next slots.
+
+        3 instances, 50 every-second jobs; one instance kills itself mid-claim, its batch granted in
+        the store and none of it run. The next slot of each of those jobs is claimed while the dead
+        owner's heartbeat still holds (up to 1.5 s), so it is skipped for overlap; once the fleet
+        finds the run dead (a take-over, or a newer slot's claim), that slot is revived and run.
+        ``jitter_ms=0`` puts every job in one claim batch, so the dead batch holds all 50 and each
+        next slot is claimed exactly one second later, inside the heartbeat's TTL: all are skipped
+        first, deterministically.
+        """
+        with fleet(instances=3, jobs=50, options={"jitter_ms": 0}) as f:
+            f.start()
+            time.sleep(3)
+            f.die_mid_claim.touch()
+            died = f.wait_for(lambda r: r["e"] == "die", timeout=10)
+            victim = f.member(died["instance"])
+            victim.process.wait()
+            victim.killed_at = died["t"]
+            granted = {(job, slot) for job, slot in died["granted"]}
+            last = max(slot for _, slot in granted)
+            f.wait_for(lambda r: r["e"] == "end" and r.get("slot", 0) >= last + 6_000, timeout=30)
+            f.stop()
+            report = f.report(since_ms=min(slot for _, slot in granted) - 2000)
+        rows = {(row.job, row.slot_ms): row for row in report.rows}
+        after_dead = sorted((job, slot + 1000) for job, slot in granted if (job, slot + 1000) in rows)
+        fates = Counter(rows[key].outcome for key in after_dead)
+        print(f"mid-claim death with {len(granted)} grants; their next slots: {dict(fates)}; {report.summary()}")
+        assert report.duplicates == 0, report.duplicate_slots
+        assert report.missed == 0, (report.missed_slots, _near(f, report.missed_slots))
+        lost = [key for key in after_dead if rows[key].outcome == "skipped (overlap)"]
+        assert not lost, (f"slots skipped for a dead run and never run: {lost}", _near(f, lost, 1000))
+        skips = {(r["job"], r["slot"]) for r in f.ledger() if r["e"] == "skip" and r.get("reason") == "overlap"}
+        revived = [key for key in after_dead if key in skips]
+        assert revived, f"no next slot of the {len(granted)} dead grants was skipped first: nothing was revived"
+
     @requires("multi_process", lease=False)
     def test_kill_9_of_a_runner_loses_its_run_on_a_claim_backend(
         self, fleet: FleetMaker, fleet_backend: dict[str, Any]

@@ -13,6 +13,7 @@ from ._options import OptionTests
 from ._policies import PolicyTests
 from ._reference import ReferenceTests
 from ._registry import RegistryRefusalTests, RegistryTests
+from ._revive import ReviveTests
 from ._robust import RobustnessTests, SchedulerRobustnessTests
 from ._scheduler import SchedulerTests
 from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
@@ -33,6 +34,7 @@ class BackendSuite(
     SchedulerRobustnessTests,
     BackfillTests,
     BackfillRefusalTests,
+    ReviveTests,
     PauseTests,
     PauseRefusalTests,
     TriggerTests,

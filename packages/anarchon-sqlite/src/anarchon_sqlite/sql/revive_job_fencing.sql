@@ -1,0 +1,1 @@
+UPDATE anarchon_jobs SET fencing = ? WHERE job = ?
