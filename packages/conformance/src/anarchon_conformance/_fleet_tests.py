@@ -252,6 +252,29 @@ class FleetTests(FleetControlTests, SuiteBase):
         revived = [key for key in after_dead if key in skips]
         assert revived, f"no next slot of the {len(granted)} dead grants was skipped first: nothing was revived"
 
+    @requires("multi_process", "lease")
+    def test_a_rolling_restart_misses_and_doubles_nothing(self, fleet: FleetMaker) -> None:
+        """Issue 36: a fleet of 3 restarted pod by pod, default options: every slot runs once.
+
+        20 every-second jobs; each instance in turn is stopped with SIGTERM (its runs handed over)
+        and replaced by a new process ready before the next one stops, three times round the fleet.
+        ``chaos/rolling.py`` runs the same for minutes and prints the figures.
+        """
+        with fleet(instances=3, jobs=20) as f:
+            f.start()
+            since = (f.ready_ms or 0) + 1000
+            time.sleep(2)
+            rolled = [m.instance for _ in range(3) for m in f.roll()]
+            time.sleep(5)
+            f.stop()
+            report = f.report(since_ms=since)
+        print(f"rolling restart, {len(rolled)} new processes: {report.summary()}")
+        assert len(rolled) == 9
+        assert report.duplicates == 0, report.duplicate_slots
+        assert report.missed == 0, (report.missed_slots, _near(f, report.missed_slots))
+        assert report.skipped == 0, [(r.job, r.slot_ms) for r in report.rows if r.outcome == "skipped (overlap)"]
+        assert report.slots >= 20 * 5, f"only {report.slots} slots in the window"
+
     @requires("multi_process", lease=False)
     def test_kill_9_of_a_runner_loses_its_run_on_a_claim_backend(
         self, fleet: FleetMaker, fleet_backend: dict[str, Any]

@@ -214,6 +214,17 @@ class Fleet:
         self._wait_ready([member], timeout)
         return member
 
+    def roll(self, timeout: float = 60.0) -> list[Member]:
+        """A rolling restart, as a Kubernetes rollout does it: each live instance in turn gets
+        SIGTERM (a graceful stop, its runs handed over), is waited for, and is replaced by a new
+        process, started and ready before the next one stops. Returns the new members."""
+        fresh = []
+        for member in self.alive():
+            member.process.send_signal(signal.SIGTERM)
+            member.process.wait(timeout)
+            fresh.append(self.restart(timeout))
+        return fresh
+
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM every live instance (a graceful stop) and wait for them."""
         self.stopping_ms = _now_ms()
