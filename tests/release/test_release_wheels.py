@@ -353,7 +353,7 @@ def test_prometheus_wheel_alone_next_to_the_core(install: Callable[..., Path]) -
             await s.run_now("tick")
 
         asyncio.run(main())
-        print(REGISTRY.get_sample_value("anarchon_runs_total", {"job": "tick", "status": "succeeded"}))
+        print(REGISTRY.get_sample_value("anarchon_runs_total", {"anarchon_job": "tick", "status": "succeeded"}))
         """
     )
     assert run([python, "-c", probe], env=clean_env(), cwd=python.parent).strip() == "1.0"

@@ -40,21 +40,21 @@ async def test_runs_failures_skips_and_latencies_are_counted(tmp_path: Path) -> 
     async with s:
         await eventually(
             lambda: (
-                value(registry, "anarchon_runs_total", job="ok", status="succeeded") >= 2
-                and value(registry, "anarchon_runs_total", job="bad", status="failed") >= 2
-                and value(registry, "anarchon_slots_skipped_total", job="slow", reason="overlap") >= 1
+                value(registry, "anarchon_runs_total", anarchon_job="ok", status="succeeded") >= 2
+                and value(registry, "anarchon_runs_total", anarchon_job="bad", status="failed") >= 2
+                and value(registry, "anarchon_slots_skipped_total", anarchon_job="slow", reason="overlap") >= 1
             )
         )
         assert value(registry, "anarchon_runs_running") >= 1, "the slow run is running"
         release.set()
-    ok = value(registry, "anarchon_runs_total", job="ok", status="succeeded")
-    assert value(registry, "anarchon_runs_total", job="bad", status="succeeded") == 0
+    ok = value(registry, "anarchon_runs_total", anarchon_job="ok", status="succeeded")
+    assert value(registry, "anarchon_runs_total", anarchon_job="bad", status="succeeded") == 0
     won = value(registry, "anarchon_claims_total", answer="won")
-    assert won == ok + value(registry, "anarchon_runs_total", job="bad", status="failed") + value(
-        registry, "anarchon_runs_total", job="slow", status="succeeded"
+    assert won == ok + value(registry, "anarchon_runs_total", anarchon_job="bad", status="failed") + value(
+        registry, "anarchon_runs_total", anarchon_job="slow", status="succeeded"
     ), "every won claim ended as one run"
     assert value(registry, "anarchon_claims_total", answer="skipped") == value(
-        registry, "anarchon_slots_skipped_total", job="slow", reason="overlap"
+        registry, "anarchon_slots_skipped_total", anarchon_job="slow", reason="overlap"
     )
     assert value(registry, "anarchon_runs_running") == 0
     assert value(registry, "anarchon_start_delay_seconds_count") == won
@@ -86,13 +86,13 @@ def test_a_take_over_after_kill_9_is_counted(tmp_path: Path) -> None:
             s = Scheduler(url, instance_id="backup", plugins=[metrics])
             s.add("job-slow", "*/4 * * * * *", lambda: time.sleep(0.1), lease_ms=1500, jitter_ms=0)
             async with s:
-                await eventually(lambda: value(registry, "anarchon_take_overs_total", job="job-slow") >= 1, 20)
+                await eventually(lambda: value(registry, "anarchon_take_overs_total", anarchon_job="job-slow") >= 1, 20)
                 await eventually(
-                    lambda: value(registry, "anarchon_runs_total", job="job-slow", status="succeeded") >= 1
+                    lambda: value(registry, "anarchon_runs_total", anarchon_job="job-slow", status="succeeded") >= 1
                 )
 
         asyncio.run(backup())
-    assert value(registry, "anarchon_take_overs_total", job="job-slow") == 1
+    assert value(registry, "anarchon_take_overs_total", anarchon_job="job-slow") == 1
 
 
 def test_job_labels_are_bounded() -> None:
@@ -119,9 +119,11 @@ async def test_drift_sets_the_definitions_and_superseded_gauges(tmp_path: Path) 
     new = Scheduler(url, instance_id="new", version="2")
     new.add("report", "* * * * * *", lambda: None)
     async with old:
-        assert value(registry, "anarchon_job_definitions", job="report") == 0, "no drift seen yet"
+        assert value(registry, "anarchon_job_definitions", anarchon_job="report") == 0, "no drift seen yet"
         async with new:
-            await eventually(lambda: value(registry, "anarchon_job_superseded", job="report") == 1, timeout_s=5)
-            assert value(registry, "anarchon_job_definitions", job="report") == 2
-        await eventually(lambda: value(registry, "anarchon_job_definitions", job="report") == 1, timeout_s=5)
-        assert value(registry, "anarchon_job_superseded", job="report") == 0
+            await eventually(
+                lambda: value(registry, "anarchon_job_superseded", anarchon_job="report") == 1, timeout_s=5
+            )
+            assert value(registry, "anarchon_job_definitions", anarchon_job="report") == 2
+        await eventually(lambda: value(registry, "anarchon_job_definitions", anarchon_job="report") == 1, timeout_s=5)
+        assert value(registry, "anarchon_job_superseded", anarchon_job="report") == 0

@@ -2,9 +2,13 @@
 
 Job names are labels, so the number of series grows with the number of jobs:
 at most ``max_jobs`` distinct names (default 1,000) get their own label
-value, later ones are counted under ``job="_other"``. Histograms carry no job
-label (a histogram per job would multiply the series by the buckets), except
-none: start delay, claim latency, batch size and run duration are per process.
+value, later ones are counted under ``anarchon_job="_other"``. The label is
+``anarchon_job``, not ``job``: Prometheus attaches ``job`` (the scrape job)
+to every target's series, and a metric's own ``job`` would be renamed
+``exported_job`` at scrape time, so ``sum by (job)`` would add up every job.
+Histograms carry no job label (a histogram per job would multiply the series
+by the buckets): start delay, claim latency, batch size and run duration are
+per process.
 """
 
 from __future__ import annotations
@@ -25,7 +29,10 @@ OTHER_JOBS = "_other"
 #: Seconds; start delay and claim latency live below a second when all is well.
 _FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _DURATION = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
-_BATCH = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000)
+#: Claims per call, a whole number of at least 1. ``histogram_quantile`` interpolates inside a bucket from
+#: its lower bound, 0 for the lowest: with 1 as the lowest bound, batches of one answered 0.6 for the 0.6
+#: quantile. The bound just below 1 makes the lowest real bucket (0.999, 1].
+_BATCH = (0.999, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000)
 
 
 class PrometheusMetrics:
@@ -38,16 +45,25 @@ class PrometheusMetrics:
         self._jobs: set[str] = set()
         self._lock = threading.Lock()
         kw: dict[str, Any] = {"registry": registry}
-        self.runs = Counter("anarchon_runs", "Runs this process ended, by job and status.", ["job", "status"], **kw)
-        self.claims = Counter("anarchon_claims", "Claims this process made, by answer.", ["answer"], **kw)
-        self.take_overs = Counter("anarchon_take_overs", "Runs this process took over.", ["job"], **kw)
-        self.hand_overs = Counter("anarchon_hand_overs", "Runs this process handed over on stop.", ["job"], **kw)
-        self.catch_ups = Counter("anarchon_catch_ups", "Catch-up runs this process started.", ["job"], **kw)
-        self.missed = Counter(
-            "anarchon_missed_slots", "Slots covered by a later run (catch-up or take-over).", ["job"], **kw
+        self.runs = Counter(
+            "anarchon_runs", "Runs this process ended, by job and status.", ["anarchon_job", "status"], **kw
         )
-        self.skipped = Counter("anarchon_slots_skipped", "Slots skipped, by reason.", ["job", "reason"], **kw)
-        self.leases_lost = Counter("anarchon_leases_lost", "Runs stopped because the lease was lost.", ["job"], **kw)
+        self.claims = Counter("anarchon_claims", "Claims this process made, by answer.", ["answer"], **kw)
+        self.take_overs = Counter("anarchon_take_overs", "Runs this process took over.", ["anarchon_job"], **kw)
+        self.hand_overs = Counter(
+            "anarchon_hand_overs", "Runs this process handed over on stop.", ["anarchon_job"], **kw
+        )
+        self.catch_ups = Counter("anarchon_catch_ups", "Catch-up runs this process started.", ["anarchon_job"], **kw)
+        self.missed = Counter(
+            "anarchon_missed_slots",
+            "Slots not run on their own, covered by a later run (a catch-up, or a run after a dead one).",
+            ["anarchon_job"],
+            **kw,
+        )
+        self.skipped = Counter("anarchon_slots_skipped", "Slots skipped, by reason.", ["anarchon_job", "reason"], **kw)
+        self.leases_lost = Counter(
+            "anarchon_leases_lost", "Runs stopped because the lease was lost.", ["anarchon_job"], **kw
+        )
         self.backend_errors = Counter(
             "anarchon_backend_errors",
             "Backend calls that failed, by operation and error type.",
@@ -72,13 +88,13 @@ class PrometheusMetrics:
         self.definitions = Gauge(
             "anarchon_job_definitions",
             "Distinct definitions of a job among live instances, as this process last saw them (1: no drift).",
-            ["job"],
+            ["anarchon_job"],
             **kw,
         )
         self.superseded = Gauge(
             "anarchon_job_superseded",
             "1 while this process claims none of the job's slots because another definition runs.",
-            ["job"],
+            ["anarchon_job"],
             **kw,
         )
 
@@ -101,8 +117,8 @@ class PrometheusMetrics:
             self.start_delay.observe(max(0, delay_ms) / 1000)
         if context.catch_up:
             self.catch_ups.labels(self._job(job.name)).inc()
-        if context.missed > 1 or (context.missed and context.catch_up):
-            self.missed.labels(self._job(job.name)).inc(context.missed)
+        if context.missed > 1:  # ``missed`` counts the run's own slot too, which this run runs
+            self.missed.labels(self._job(job.name)).inc(context.missed - 1)
 
     @hookimpl
     def anarchon_run_ended(self, job: Job, status: str | None) -> None:
