@@ -33,6 +33,8 @@ class Statements:
     history: str
     marks: str
     now_ms: str
+    #: LeaseBackend.revive's, one per slot (anarchon_postgres._revive).
+    revive: str
     #: The heartbeat's (anarchon.liveness), sent by the Heart on its own connection.
     beat: str
     leave: str

@@ -24,6 +24,7 @@ from ._guarantees import GuaranteesMixin
 from ._heart import PostgresHeart
 from ._records import batch_args, claim_args, claim_result, finish_args
 from ._registry import RegistryMixin
+from ._revive import ReviveMixin
 from ._schedules import SchedulesMixin
 from ._schema import (
     SCHEMA_VERSION,
@@ -54,7 +55,7 @@ _CLAIMS_AT_ONCE = 2
 
 
 class PostgresBackend(
-    GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, LeaseBackend
+    GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, ReviveMixin, LeaseBackend
 ):
     """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
 
@@ -81,6 +82,7 @@ class PostgresBackend(
         multi_process=True,
         liveness=True,
         backfill=True,
+        revive=True,
         pause=True,
         trigger=True,
         registry=True,
