@@ -17,6 +17,7 @@ from anarchon_conformance import (
     LivenessTests,
     PlantForeignRecord,
     RegistryTests,
+    ReviveTests,
     ScheduleStoreTests,
 )
 from anarchon_redis import RedisBackend
@@ -80,7 +81,7 @@ class TestRedisConformance(BackendSuite, HistoryLimitTests):
 
 
 class TestRedisClusterConformance(
-    ClaimTests, LeaseTests, BackfillTests, LivenessTests, RegistryTests, ScheduleStoreTests
+    ClaimTests, LeaseTests, BackfillTests, ReviveTests, LivenessTests, RegistryTests, ScheduleStoreTests
 ):
     @pytest.fixture
     async def backend_factory(self, cluster_url: str) -> AsyncIterator[BackendFactory]:

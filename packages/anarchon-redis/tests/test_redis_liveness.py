@@ -48,6 +48,46 @@ async def test_the_first_take_over_after_a_death_checks_every_job(store, make_jo
         await heart_b.close()
 
 
+async def test_a_slot_skipped_for_a_dead_owners_run_is_revived_before_its_lease_ends(
+    store, make_job, claim, wait_until
+):
+    """The revive script judges live leases as the claim script does: a dead owner's 30 s lease holds nothing.
+
+    ``c`` has no heartbeat, so no dead owners to pass: for it the lease still holds the job.
+    """
+    a, b, c = await store.backend(), await store.backend(), await store.backend()
+    job = make_job("revived")
+    heart_a, heart_b = a.heart(), b.heart()
+    assert heart_a is not None and heart_b is not None
+    await heart_a.open()
+    await heart_b.open()
+    try:
+        await heart_a.beat("a", TTL_MS)
+        (won,) = await a.claim([claim(job, 1000, "a")])
+        assert won.won and won.grant is not None
+        (skipped,) = await b.claim([claim(job, 2000, "b")])
+        assert skipped.outcome is Outcome.SKIPPED
+        (early,) = await b.revive([claim(job, 2000, "b", catch_up=True)])
+        assert early.outcome is Outcome.SKIPPED and early.record is not None
+        await heart_a.close()  # as after kill -9: no leave, the record expires by itself
+
+        async def a_reported_dead() -> bool:
+            return "a" in (await heart_b.beat("b", TTL_MS)).dead
+
+        await wait_until(a_reported_dead, timeout_s=10)
+        (blind,) = await c.revive([claim(job, 2000, "c", catch_up=True)])
+        assert blind.outcome is Outcome.SKIPPED
+        (revived,) = await b.revive([claim(job, 2000, "b", catch_up=True)])
+        assert revived.outcome is Outcome.WON and revived.grant is not None
+        assert (revived.grant.slot_ms, revived.grant.attempt) == (2000, 1)
+        assert revived.grant.fencing == won.grant.fencing + 1
+        assert (await c.revive([claim(job, 2000, "c", catch_up=True)]))[0].outcome is Outcome.LOST
+        assert await a.marks([job]) == {"revived": 2000}
+    finally:
+        await heart_a.close()
+        await heart_b.close()
+
+
 async def test_the_heartbeat_is_one_sorted_set_under_the_prefix(store):
     backend = await store.backend()
     heart = backend.heart()

@@ -1,25 +1,23 @@
 """RedisBackend: leases in atomic Lua scripts, on one server or a Redis Cluster.
 
-Each claim, renewal, take-over and finish is one script on one job's keys,
-which share the hash tag ``{<job>}``; lease expiry is judged on Redis ``TIME``
-inside the scripts. The claims due together go out as one pipeline of
-``EVALSHA`` (on a cluster the client sends one pipeline per node, in
-parallel). Finishes, hand-overs and history reads come one call per run, often
-hundreds at once, so they are gathered into pipelines too (:mod:`._batch`):
-one connection each, where redis-py's pool would refuse the 101st.
+Each claim, renewal, take-over and finish is one script on one job's keys, which share the hash
+tag ``{<job>}``; lease expiry is judged on Redis ``TIME`` inside the scripts. The claims due
+together go out as one pipeline of ``EVALSHA`` (on a cluster the client sends one pipeline per
+node, in parallel). Finishes, hand-overs and history reads come one call per run, often hundreds
+at once, so they are gathered into pipelines too (:mod:`._batch`): one connection each, where
+redis-py's pool would refuse the 101st.
 
-Take-over looks first at a per-prefix sorted set, *the hint*: job name to
-the earliest lease expiry of its running runs. On one server the scripts keep
-it in the same atomic step (never later than the truth). On a cluster it lives in another hash slot,
-so claims ``TOUCH`` it in the same pipeline and take-over passes ``SETTLE``
-it afterwards. Correctness never rests on it: every script decides from the
-job's own keys, and take-over passes also check every job they are given
+Take-over looks first at a per-prefix sorted set, *the hint*: job name to the earliest lease
+expiry of its running runs. On one server the scripts keep it in the same atomic step (never
+later than the truth). On a cluster it lives in another hash slot, so claims ``TOUCH`` it in the
+same pipeline and take-over passes ``SETTLE`` it afterwards. Correctness never rests on it: every
+script decides from the job's own keys, and take-over passes also check every job they are given
 once per ``sweep_ms`` (a slice per call), which also repairs the hint.
 
-Liveness (:mod:`._heart`): each instance's heartbeat is a member of
-``<prefix>instances``; the owners its latest beat reported dead go to the claim
-and take-over scripts as arguments, and the first take-over pass after a new
-death checks every job given, whatever the hint says.
+Liveness (:mod:`._heart`): each instance's heartbeat is a member of ``<prefix>instances``; the
+owners its latest beat reported dead go to the claim, take-over and revive (:mod:`._revive`)
+scripts as arguments, and the first take-over pass after a new death checks every job given,
+whatever the hint says.
 """
 
 from __future__ import annotations
@@ -56,6 +54,7 @@ from ._heart import DeadOwners, RedisHeart, script_args
 from ._names import Keyspace, check_prefix, run_id
 from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, text
 from ._registry import RegistryMixin
+from ._revive import ReviveMixin
 from ._stored import StoredMixin
 from ._url import read_redis_url
 
@@ -100,7 +99,9 @@ def _mark(job: str, value: Any) -> int | None:
 _NUMBERS = struct.Struct("<9d")
 
 
-class RedisBackend(GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, StoredMixin, BackfillMixin, LeaseBackend):
+class RedisBackend(
+    GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, StoredMixin, BackfillMixin, ReviveMixin, LeaseBackend
+):
     """Lease backend on Redis >= 6.2 or Redis Cluster (``redis://``, ``rediss://``).
 
     ``url`` is used only when no ``client`` is given; a passed-in client
@@ -126,6 +127,7 @@ class RedisBackend(GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, Sto
         multi_process=True,
         liveness=True,
         backfill=True,
+        revive=True,
         pause=True,
         trigger=True,
         registry=True,
