@@ -11,6 +11,8 @@ the broker: these follow from the backend's design and its options.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from anarchon.backend import Finding
 
 __all__ = ["GuaranteesMixin"]
@@ -20,7 +22,7 @@ class GuaranteesMixin:
     """``guarantees()`` for :class:`~anarchon_rabbitmq.RabbitMQBackend`."""
 
     slot_ttl_ms: int
-    restart_margin_ms: int
+    restart_margin_ms: ClassVar[int]
 
     async def guarantees(self) -> list[Finding]:
         return [

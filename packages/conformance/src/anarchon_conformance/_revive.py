@@ -50,6 +50,7 @@ class ReviveTests(SuiteBase):
         winner, result = won[0]
         grant = result.grant
         assert grant is not None and grant.slot_ms == slot and not grant.manual and grant.attempt == 1
+        assert grant.fencing is not None and dead.fencing is not None
         assert grant.fencing > dead.fencing, f"fencing {grant.fencing} is not above the dead run's {dead.fencing}"
         record = await conformance.record(job, slot)
         assert (record.status, record.instance) == (RunStatus.RUNNING, winner.id)
