@@ -100,11 +100,12 @@ def _page(rows: list[tuple[str, dict[str, int]]], args: argparse.Namespace) -> s
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.kill_winner", description=__doc__.splitlines()[0])
-    parser.add_argument("backends", nargs="*", default=list(URLS), choices=list(URLS))
+    parser.add_argument("backends", nargs="*", choices=[*URLS, []], help="default: all three")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--no-report", action="store_true", help="print only; leave REPORT.md alone")
     args = parser.parse_args()
+    args.backends = args.backends or list(URLS)
     with tempfile.TemporaryDirectory() as tmp:
         rows = [(name, one(name, args.seconds, args.jobs, Path(tmp))) for name in args.backends]
     page = _page(rows, args)
