@@ -62,7 +62,7 @@ def _child(url: str) -> None:
 
     async def run() -> None:
         scheduler = Scheduler(url, instance_id=f"bench-stored-{os.getpid()}")
-        scheduler.task(lambda tenant: None, name="report")
+        scheduler.task(lambda tenant, round=0.0: None, name="report")  # a change sets round
         watch: Any = scheduler._stored
         apply = watch._apply
 

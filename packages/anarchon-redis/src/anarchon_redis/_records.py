@@ -9,7 +9,10 @@ does not show: ``token``, ``lease`` (ms), ``handed`` (handed over) and
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+from redis.exceptions import RedisError
 
 from anarchon.backend import Claim, ClaimResult, Grant, Outcome
 from anarchon.errortext import clean_text
@@ -23,6 +26,8 @@ __all__ = [
     "final_record",
     "grant_of",
     "history_run",
+    "job_failed",
+    "mark_of",
     "run_of",
     "slot_or_none",
     "text",
@@ -149,3 +154,27 @@ def claim_result(c: Claim, reply: list[Any]) -> ClaimResult:
         )
         return ClaimResult(Outcome.WON, grant)
     return ClaimResult(Outcome(outcome), grant_of(reply[1]))
+
+
+def job_failed(job: str, operation: str, error: Exception) -> None:
+    """A script failed on one job's keys (a wrong type, a corrupt state): that job alone is stopped."""
+    logging.getLogger("anarchon.redis").error(
+        "job %s: %s failed on its Redis keys: %s; this job's slots answer unknown until its keys are fixed, "
+        "the other jobs go on",
+        job,
+        operation,
+        error,
+    )
+
+
+def mark_of(job: str, value: Any) -> int | None:
+    """A job's mark; an unreadable one is logged and counted as none (no catch-up for that job)."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, Exception):
+            raise value
+        return int(value)
+    except (ValueError, RedisError) as exc:
+        job_failed(job, "reading the mark", exc if isinstance(exc, RedisError) else ValueError(f"mark={value!r}"))
+        return None

@@ -52,7 +52,7 @@ from ._control import ControlMixin
 from ._guarantees import GuaranteesMixin
 from ._heart import DeadOwners, RedisHeart, script_args
 from ._names import Keyspace, check_prefix, run_id
-from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, text
+from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, job_failed, mark_of, text
 from ._registry import RegistryMixin
 from ._revive import ReviveMixin
 from ._stored import StoredMixin
@@ -64,35 +64,11 @@ log = logging.getLogger("anarchon.redis")
 
 Client = Union["Redis", "RedisCluster"]
 
-#: Jobs per ``PEEK_MANY`` script of a take-over sweep on one server.
+#: Jobs per ``PEEK_MANY`` script of a take-over sweep, and per ``MARKS`` script, on one server.
 _PEEK_CHUNK = 1000
 #: Claims per ``CLAIM_MANY`` script on one server: a few ms of the server's time each, so other
 #: clients' commands (and the other instances' claims) get in between.
 _CLAIMS_PER_SCRIPT = 250
-
-
-def _job_failed(job: str, operation: str, error: Exception) -> None:
-    """A script failed on one job's keys (a wrong type, a corrupt state): that job alone is stopped."""
-    log.error(
-        "job %s: %s failed on its Redis keys: %s; this job's slots answer unknown until its keys are fixed, "
-        "the other jobs go on",
-        job,
-        operation,
-        error,
-    )
-
-
-def _mark(job: str, value: Any) -> int | None:
-    """A job's mark; an unreadable one is logged and counted as none (no catch-up for that job)."""
-    if value is None:
-        return None
-    try:
-        if isinstance(value, Exception):
-            raise value
-        return int(value)
-    except (ValueError, RedisError) as exc:
-        _job_failed(job, "reading the mark", exc if isinstance(exc, RedisError) else ValueError(f"mark={value!r}"))
-        return None
 
 
 #: A claim's numbers as the claim script unpacks them (``struct.unpack('<ddddddddd', …)``).
@@ -299,7 +275,7 @@ class RedisBackend(
     def _claim_answer(self, c: Claim, reply: Any) -> ClaimResult:
         """One claim's answer; a script error on this job's keys is this job's alone: unknown, logged."""
         if isinstance(reply, Exception):
-            _job_failed(c.job, "claim", reply)
+            job_failed(c.job, "claim", reply)
             return UNKNOWN
         if reply == 0:  # CLAIM_MANY's plain loss
             return LOST
@@ -337,7 +313,7 @@ class RedisBackend(
         replies, reached = await self._calls_waited(calls, strict=0)
         for g, reply in zip(grants, replies, strict=True):
             if isinstance(reply, Exception):
-                _job_failed(g.job, "renew", reply)
+                job_failed(g.job, "renew", reply)
         return [not isinstance(r, Exception) and bool(r) and ok for r, ok in zip(replies, reached, strict=True)]
 
     async def hand_over(self, grant: Grant) -> bool:
@@ -394,7 +370,7 @@ class RedisBackend(
         if self.cluster:
             for j, count in zip(sweep, replies, strict=True):
                 if isinstance(count, Exception):
-                    _job_failed(j.name, "take-over", count)
+                    job_failed(j.name, "take-over", count)
                 elif count:
                     running.add(j.name)
             return running
@@ -402,14 +378,14 @@ class RedisBackend(
             first = chunk * _PEEK_CHUNK
             if isinstance(reply, Exception):
                 for j in sweep[first : first + _PEEK_CHUNK]:
-                    _job_failed(j.name, "take-over", reply)
+                    job_failed(j.name, "take-over", reply)
                 continue
             for position in reply:
                 j = sweep[first + abs(int(position)) - 1]
                 if position > 0:
                     running.add(j.name)
                 else:
-                    _job_failed(j.name, "take-over", ResponseError(f"WRONGTYPE: {self._keys.job(j.name).live}"))
+                    job_failed(j.name, "take-over", ResponseError(f"WRONGTYPE: {self._keys.job(j.name).live}"))
         return running
 
     async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
@@ -452,7 +428,7 @@ class RedisBackend(
         results, reached = [], []
         for job, answer, ok in zip(list(candidates), answers, answered, strict=True):
             if isinstance(answer, Exception):
-                _job_failed(job.name, "take-over", answer)
+                job_failed(job.name, "take-over", answer)
                 candidates.remove(job)
             else:
                 results.append(answer)
@@ -492,8 +468,12 @@ class RedisBackend(
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         if not jobs:
             return {}
-        pipe = self._redis().pipeline(transaction=False)
-        for job in jobs:
-            pipe.hget(self._keys.job(job.name).state, "mark")
-        values = await pipe.execute(raise_on_error=False)
-        return {job.name: _mark(job.name, v) for job, v in zip(jobs, values, strict=True)}
+        if self.cluster:  # keys of many slots: one HGET each, in one pipeline
+            pipe = self._redis().pipeline(transaction=False)
+            for job in jobs:
+                pipe.hget(self._keys.job(job.name).state, "mark")
+            values = await pipe.execute(raise_on_error=False)
+        else:  # a script per chunk of jobs: one reply to parse, not one per job
+            keys, n = [self._keys.job(job.name).state for job in jobs], _PEEK_CHUNK
+            values = [v for i in range(0, len(keys), n) for v in await self._call(S.MARKS, keys[i : i + n], [])]
+        return {job.name: mark_of(job.name, v) for job, v in zip(jobs, values, strict=True)}
