@@ -41,21 +41,12 @@ def one(name: str, seconds: float, jobs: int, tmp: Path) -> dict[str, int]:
         fleet.start(timeout=120)
         began = time.monotonic()
         time.sleep(15)
-        fleet.die_mid_claim.touch()  # the next instance whose claim batch is granted dies before running it
-        deadline = time.monotonic() + 30
-        while not (dead := [m for m in fleet.members if m.process.poll() is not None]):
-            if time.monotonic() > deadline:
-                raise TimeoutError("no instance took the kill within 30 s")
-            time.sleep(0.01)
-        (victim,) = dead
-        victim.killed_at = int(time.time() * 1000)
+        _, granted = fleet.kill_mid_claim(timeout=30)
         fleet.restart(timeout=120)
         time.sleep(max(0.0, seconds - (time.monotonic() - began)))
         fleet.stop()
         report = fleet.report()
         ledger = fleet.ledger()
-    (died,) = [r for r in ledger if r["e"] == "die"]
-    granted = {(job, slot) for job, slot in died["granted"]}
     skips = {(r["job"], r["slot"]) for r in ledger if r["e"] == "skip" and r.get("reason") == "overlap"}
     started = {(r["job"], r["slot"]) for r in ledger if r["e"] == "start"}
     after = {(job, slot + 1000) for job, slot in granted}

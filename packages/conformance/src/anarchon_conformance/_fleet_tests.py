@@ -154,12 +154,7 @@ class FleetTests(FleetControlTests, SuiteBase):
         with fleet(instances=3, jobs=50, slow_cron="*/5 * * * * *", slow_seconds=3) as f:
             f.start()
             take_over = f.take_over_after_kill("job-slow", timeout=30)
-            f.die_mid_claim.touch()
-            died = f.wait_for(lambda r: r["e"] == "die", timeout=10)
-            victim = f.member(died["instance"])
-            victim.process.wait()
-            victim.killed_at = died["t"]
-            granted = {(job, slot) for job, slot in died["granted"]}
+            died, granted = f.kill_mid_claim()
             last = max(slot for _, slot in granted)
             # Every slot of the next seconds, which the last instance must run alone.
             f.wait_for(lambda r: r["e"] == "end" and r.get("slot", 0) >= last + 12_000, timeout=30)
@@ -230,12 +225,7 @@ class FleetTests(FleetControlTests, SuiteBase):
         with fleet(instances=3, jobs=50, options={"jitter_ms": 0}) as f:
             f.start()
             time.sleep(3)
-            f.die_mid_claim.touch()
-            died = f.wait_for(lambda r: r["e"] == "die", timeout=10)
-            victim = f.member(died["instance"])
-            victim.process.wait()
-            victim.killed_at = died["t"]
-            granted = {(job, slot) for job, slot in died["granted"]}
+            _, granted = f.kill_mid_claim()
             last = max(slot for _, slot in granted)
             f.wait_for(lambda r: r["e"] == "end" and r.get("slot", 0) >= last + 6_000, timeout=30)
             f.stop()

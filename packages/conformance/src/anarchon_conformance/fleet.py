@@ -214,6 +214,19 @@ class Fleet:
         self._wait_ready([member], timeout)
         return member
 
+    def kill_mid_claim(self, timeout: float = 10.0) -> tuple[dict[str, Any], set[tuple[str, int]]]:
+        """The next instance whose claim batch is granted kills itself before running any of it.
+
+        Returns its ``die`` ledger record and the ``(job, slot)`` grants it left in the store,
+        each under a heartbeat that holds until it expires, with nobody to run them.
+        """
+        self.die_mid_claim.touch()
+        died = self.wait_for(lambda r: r["e"] == "die", timeout=timeout)
+        victim = self.member(died["instance"])
+        victim.process.wait()
+        victim.killed_at = died["t"]
+        return died, {(job, slot) for job, slot in died["granted"]}
+
     def roll(self, timeout: float = 60.0) -> list[Member]:
         """A rolling restart, as a Kubernetes rollout does it: each live instance in turn gets
         SIGTERM (a graceful stop, its runs handed over), is waited for, and is replaced by a new
