@@ -4,9 +4,9 @@
 the fleet is frozen. These two ask the instance:
 
 * ``GET /healthz``: 200 when the scheduler's event loop answers. The server
-  runs *on that loop*, so a loop blocked by a synchronous job, a frozen
-  (SIGSTOP) or a wedged process does not answer at all, and the probe's
-  timeout fails it: the Kubernetes liveness probe;
+  runs *on that loop*, so a blocked loop (an async job that never yields),
+  a frozen (SIGSTOP) or a wedged process does not answer at all, and the
+  probe's timeout fails it: the Kubernetes liveness probe;
 * ``GET /readyz``: 200 when the scheduler is started and scheduling, the
   backend answers (no outage under way), and, on a backend with liveness,
   this instance's heartbeat is acknowledged; else 503 with the reasons as
