@@ -35,14 +35,7 @@ def main() -> None:
         until = time.monotonic() + args.minutes * 60
         restarts = 0
         while time.monotonic() < until:
-            for member in f.alive():
-                if time.monotonic() >= until:
-                    break
-                member.process.send_signal(15)
-                member.process.wait(60)
-                f.restart(timeout=120)
-                restarts += 1
-                time.sleep(args.pause)
+            restarts += len(f.roll(timeout=120, pause_s=args.pause, until=until))
         f.stop()
         report = f.report(since_ms=since)
     print(f"rolling restart, {args.minutes:g} min, {restarts} restarts, backend {args.backend}: {report.summary()}")

@@ -84,20 +84,18 @@ class SchedulerThread:
         self._loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
         try:
-            if self._health_at is not None:
-                self.health = await serve_health(self.scheduler, *self._health_at)
-            await self.scheduler.start()
-        except BaseException as exc:  # handed to the caller of start_in_background(), which raises it
-            self._startup_error = exc
-            if self.health is not None:
-                await self.health.close()
-            return
-        finally:
-            self._ready.set()
-        try:
+            try:
+                if self._health_at is not None:
+                    self.health = await serve_health(self.scheduler, *self._health_at)
+                await self.scheduler.start()
+            except BaseException as exc:  # handed to the caller of start_in_background(), which raises it
+                self._startup_error = exc
+                return
+            finally:
+                self._ready.set()
             await self._done.wait()
         finally:
-            if self.health is not None:
+            if self.health is not None:  # closed before the thread ends, so before the caller sees it end
                 await self.health.close()
 
     async def _stop(self, grace_ms: int) -> None:

@@ -88,6 +88,10 @@ class MemoryStore:
         until = self._alive.get(rec.run.instance)
         return until is not None and until < now
 
+    def _held(self, book: _Book, now: int, below: int | None = None) -> bool:
+        """Whether a run of the job (of a slot below ``below``, if given) holds an unexpired lease: overlap."""
+        return any(not self._expired(book.runs[k], now) for k in book.running if below is None or k[0] < below)
+
     def claim(self, c: Claim) -> ClaimResult:
         opts = c.options
         with self._lock:
@@ -106,9 +110,7 @@ class MemoryStore:
             supersedes = previous = None
             if not c.manual:
                 if book.mark is not None and c.slot_ms <= book.mark:
-                    if opts.overlap == "skip" and any(
-                        k[0] < c.slot_ms and not self._expired(book.runs[k], now) for k in book.running
-                    ):
+                    if opts.overlap == "skip" and self._held(book, now, below=c.slot_ms):
                         return self._skip(book, key, c, now)  # delayed past a newer slot, and overlapped anyway
                     return ClaimResult(Outcome.LOST)
                 for slot, manual in list(book.running) if book.running else ():
@@ -119,11 +121,7 @@ class MemoryStore:
                         if slot == book.won:
                             supersedes = slot
                 previous, book.mark = book.mark, c.slot_ms
-            if (
-                opts.overlap == "skip"
-                and book.running
-                and any(not self._expired(book.runs[k], now) for k in book.running)
-            ):
+            if opts.overlap == "skip" and self._held(book, now):
                 return self._skip(book, key, c, now)
             book.fencing += 1
             if not c.manual:
@@ -170,7 +168,7 @@ class MemoryStore:
                 return ClaimResult(Outcome.WON, self._grant(existing))
             if existing.run.status is not RunStatus.SKIPPED:
                 return ClaimResult(Outcome.LOST, record=existing.run)
-            if any(not self._expired(book.runs[k], now) for k in book.running):
+            if self._held(book, now):
                 return ClaimResult(Outcome.SKIPPED, record=existing.run)
             book.fencing += 1
             rec = _Record(c.running(fencing=book.fencing), c.token, c.options.lease_ms, now + c.options.lease_ms)

@@ -227,15 +227,19 @@ class Fleet:
         victim.killed_at = died["t"]
         return died, {(job, slot) for job, slot in died["granted"]}
 
-    def roll(self, timeout: float = 60.0) -> list[Member]:
+    def roll(self, timeout: float = 60.0, *, pause_s: float = 0.0, until: float | None = None) -> list[Member]:
         """A rolling restart, as a Kubernetes rollout does it: each live instance in turn gets
         SIGTERM (a graceful stop, its runs handed over), is waited for, and is replaced by a new
-        process, started and ready before the next one stops. Returns the new members."""
-        fresh = []
+        process, started and ready before the next one stops, ``pause_s`` after the last one. Stops
+        before the next instance once ``time.monotonic()`` passes ``until``. Returns the new members."""
+        fresh: list[Member] = []
         for member in self.alive():
+            if until is not None and time.monotonic() >= until:
+                break
             member.process.send_signal(signal.SIGTERM)
             member.process.wait(timeout)
             fresh.append(self.restart(timeout))
+            time.sleep(pause_s)
         return fresh
 
     def stop(self, timeout: float = 30.0) -> None:
