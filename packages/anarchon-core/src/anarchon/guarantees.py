@@ -25,12 +25,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from .capabilities import Capabilities
 from .errortext import error_text
-
-if TYPE_CHECKING:
-    from .backend import Backend
 
 __all__ = ["Finding", "check_findings", "log_guarantees", "read_guarantees"]
 
@@ -68,7 +66,20 @@ def check_findings(findings: Sequence[Finding]) -> list[Finding]:
     return out
 
 
-async def read_guarantees(backend: Backend) -> list[Finding]:
+class Reporting(Protocol):
+    """What the report needs of a backend (any :class:`~anarchon.backend.Backend`), named here so that
+    this module, which ``backend.py`` imports for :class:`Finding`, does not import it back."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    async def guarantees(self) -> list[Finding]: ...
+
+
+async def read_guarantees(backend: Reporting) -> list[Finding]:
     """The backend's report, or one finding saying that it gives none (capability off)."""
     if not backend.capabilities.guarantees:
         return [
@@ -82,7 +93,7 @@ async def read_guarantees(backend: Backend) -> list[Finding]:
     return check_findings(await backend.guarantees())
 
 
-async def log_guarantees(backend: Backend) -> None:
+async def log_guarantees(backend: Reporting) -> None:
     """Log the report once (at start): INFO for what holds, WARNING with the fix for what does not."""
     try:
         findings = await read_guarantees(backend)
