@@ -397,11 +397,15 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
         self._tasks.spawn(self._fleetwatch.run_forever())
         self._tasks.spawn(self._stored.run_forever())
         self._batcher.start()
-        self._timer.start(jobs, self.clock.now_ms())
+        start_ms = self.clock.now_ms()
+        if self._recovery is not None:
+            # Marks read and catch-up claims sent before this instance's first plain claim, which would
+            # move the mark past the gap (the timer then skips the slots the catch-up claimed).
+            await self._recovery.catch_up()
+        self._timer.start(jobs, start_ms)
         self._ready = True
         self._tasks.spawn(self._timer.run())
         if self._recovery is not None:
-            await self._recovery.catch_up()
             self._tasks.spawn(self._recovery.take_over_loop())
         self._tasks.spawn(
             watch_skew(self.backend, self.clock, self._registry, self._health, self._observers, self._is_stopping)
