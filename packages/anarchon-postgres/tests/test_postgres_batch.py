@@ -84,7 +84,7 @@ async def test_a_batch_of_overlap_skip_jobs_skips_the_busy_one_and_names_the_mar
     second = await backend.claim([make_claim(busy, SLOT + 1000), make_claim(idle, SLOT + 1000)])
     assert [r.outcome for r in second] == [Outcome.SKIPPED, Outcome.WON]
     assert second[0].record is not None and second[0].record.status is RunStatus.SKIPPED
-    assert second[1].grant.previous_mark == SLOT and second[1].grant.fencing == 2
+    assert second[1].grant.previous_mark == SLOT and second[1].grant.fencing == first[1].grant.fencing + 1
     # A claim of the skipped slot arriving late is lost; the mark moved with the skip.
     late = await backend.claim([make_claim(busy, SLOT + 1000, "i2"), make_claim(idle, SLOT + 1000, "i2")])
     assert [r.outcome for r in late] == [Outcome.LOST, Outcome.LOST]
@@ -125,6 +125,7 @@ async def test_a_long_batch_is_claimed_in_parts_whose_answers_line_up(make_backe
     for b in instances:
         b._chunk = 2  # parts of two claims, two at a time, racing the other instances' parts
     jobs = [make_job(f"p{i}", overlap="allow") for i in range(7)]
+    firsts: dict[str, int] = {}
     for n in range(3):
         slot = SLOT + n * 1000
         answers = await asyncio.gather(
@@ -133,7 +134,8 @@ async def test_a_long_batch_is_claimed_in_parts_whose_answers_line_up(make_backe
         for i, job in enumerate(jobs):
             won = [a[i] for a in answers if a[i].won]
             assert len(won) == 1, (job.name, slot)
-            assert won[0].grant.job == job.name and won[0].grant.fencing == n + 1
+            fencing = won[0].grant.fencing
+            assert won[0].grant.job == job.name and fencing == firsts.setdefault(job.name, fencing) + n
             assert won[0].grant.previous_mark == (slot - 1000 if n else None)
 
 

@@ -20,6 +20,7 @@ async def test_one_winner_per_slot_among_racing_instances(make_backend, make_job
     instances = [await make_backend() for _ in range(10)]
     jobs = [make_job(f"race-{i}", overlap="allow") for i in range(4)]
     winners: dict[tuple[str, int], list[int]] = {}
+    firsts: dict[str, int] = {}  # each job's counter starts at the clock (fencing_floor), then counts on
     for n in range(40):
         slot = SLOT + n * 1000
 
@@ -35,7 +36,7 @@ async def test_one_winner_per_slot_among_racing_instances(make_backend, make_job
                 assert result.outcome in (Outcome.WON, Outcome.LOST)
                 if result.won:
                     winners.setdefault((name, slot), []).append(k)
-                    assert result.grant.fencing == n + 1
+                    assert result.grant.fencing == firsts.setdefault(name, result.grant.fencing) + n
     assert len(winners) == 4 * 40
     assert all(len(w) == 1 for w in winners.values()), {k: v for k, v in winners.items() if len(v) > 1}
     history = await instances[0].history("race-0", limit=100)
@@ -49,13 +50,15 @@ async def test_one_winner_per_slot_among_instances_racing_with_one_claim_each(
     # A lone claim of an overlap-"allow" job is decided by a single conditional update: race it too.
     instances = [await make_backend() for _ in range(8)]
     job = make_job(f"lone-{overlap}", overlap=overlap)
+    first: int | None = None
     for n in range(30):
         slot = SLOT + n * 1000
         answers = await asyncio.gather(*(b.claim([make_claim(job, slot, f"i{k}")]) for k, b in enumerate(instances)))
         winners = [k for k, (r,) in enumerate(answers) if r.won]
         assert len(winners) == 1, (slot, winners)
         (grant,) = [r.grant for (r,) in answers if r.won]
-        assert grant.fencing == n + 1
+        first = grant.fencing if first is None else first
+        assert grant.fencing == first + n
         assert await instances[winners[0]].finish(grant, _finished(grant))
         assert all(r.outcome is Outcome.LOST for (r,) in answers if not r.won)
 
@@ -138,7 +141,8 @@ async def test_fencing_grows_per_job_with_every_grant(backend, make_job, make_cl
         (await backend.claim([make_claim(b, SLOT)]))[0].grant.fencing,
         (await backend.claim([make_claim(a, SLOT + 5000, manual=True)]))[0].grant.fencing,
     ]
-    assert got == [1, 2, 1, 3]
+    # Each job's counter starts at the server's clock (fencing_floor) and counts its own grants.
+    assert got[1:] == [got[0] + 1, got[2], got[0] + 2] and got[2] >= got[0] and got[0] > 1_700_000_000_000
 
 
 async def test_overlap_skip_is_answered_once_and_recorded_once(make_backend, make_job, make_claim):

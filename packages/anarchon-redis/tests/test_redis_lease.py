@@ -60,19 +60,19 @@ async def test_fencing_grows_with_claims_and_take_overs(store, make_job, claim, 
     job = make_job(lease_ms=SHORT, max_takeovers=4)
     (first,) = await a.claim([claim(job, 1000)])
     assert first.grant is not None
-    assert first.grant.fencing == 1
+    one = first.grant.fencing
     taken = await wait_until(lambda: b.take_over([job], "b"))
     (result,) = taken
     assert result.won
     assert result.grant is not None
-    assert (result.grant.fencing, result.grant.attempt, result.grant.instance) == (2, 2, "b")
+    assert (result.grant.fencing, result.grant.attempt, result.grant.instance) == (one + 1, 2, "b")
     assert result.grant.token != first.grant.token
     (record,) = await b.history(job.name)
-    assert (record.attempt, record.fencing, record.instance, record.status) == (2, 2, "b", RunStatus.RUNNING)
+    assert (record.attempt, record.fencing, record.instance, record.status) == (2, one + 1, "b", RunStatus.RUNNING)
     assert await b.finish(result.grant, finished(record))
     (third,) = await a.claim([claim(job, 2000)])
     assert third.grant is not None
-    assert third.grant.fencing == 3
+    assert third.grant.fencing == one + 2
 
 
 async def test_stale_owner_cannot_renew_finish_or_hand_over(store, make_job, claim, wait_until):
@@ -264,7 +264,7 @@ async def test_finish_writes_the_record_and_a_retried_finish_agrees(store, make_
     assert won.grant.catch_up
     assert won.grant.missed == 3
     (record,) = await a.history(job.name)
-    assert (record.catch_up, record.missed, record.fencing) == (True, 3, 1)
+    assert (record.catch_up, record.missed, record.fencing) == (True, 3, won.grant.fencing)
     done = finished(record, RunStatus.FAILED).replace(error="ValueError: boom")
     assert await a.finish(won.grant, done)
     assert await a.finish(won.grant, done), "the same owner finishing again (a retry) is not refused"

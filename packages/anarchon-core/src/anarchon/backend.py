@@ -27,7 +27,10 @@ lease — subclass :class:`LeaseBackend`
       the same ``token`` (a retried claim: answer as the first time).
       Manual runs neither check nor move ``mark``.
     * ``fencing`` is a per-job counter, incremented by every ``WON`` claim and
-      every take-over; the new value is the grant's token.
+      every take-over; the new value is the grant's token. A job the referee
+      has no counter for starts it at :func:`fencing_floor` of the referee's
+      clock (:func:`next_fencing`), so a referee restarted empty never hands
+      out a lower token.
     * Before deciding a scheduled claim, runs of *older* scheduled slots whose
       lease expired are marked ``abandoned`` (the newer slot runs the job).
       If one of them was the newest slot won, a ``WON`` answer names it in
@@ -147,7 +150,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .capabilities import Capabilities
-from .claims import Claim, ClaimResult, Grant, Outcome
+from .claims import Claim, ClaimResult, Grant, Outcome, fencing_floor, next_fencing
 from .control import PauseState, RunRequest
 from .errors import UnsupportedOperationError
 from .errortext import ERROR_TEXT_LIMIT, clean_text, error_text
@@ -173,6 +176,8 @@ __all__ = [
     "clean_text",
     "decode_run",
     "error_text",
+    "fencing_floor",
+    "next_fencing",
     "read_runs",
     "skip",
 ]

@@ -9,7 +9,27 @@ from .job import Job
 from .options import JobOptions
 from .run import Run, RunId, RunStatus, ms_to_datetime
 
-__all__ = ["Claim", "ClaimResult", "Grant", "Outcome"]
+__all__ = ["Claim", "ClaimResult", "Grant", "Outcome", "fencing_floor", "next_fencing"]
+
+
+def fencing_floor(now_ms: int) -> int:
+    """Where a job's fencing counter starts when the referee has none: the referee's clock, in ms.
+
+    A counter from zero fell from about 35 to 4 after a Redis without
+    persistence restarted empty, so a store that keeps the highest token it
+    has seen refused every run after it. Started from the clock, a counter
+    made again later starts above every token the lost one gave, as long as
+    the job was granted fewer tokens than milliseconds passed (a job runs at
+    most once a second, so a thousandfold margin) and the referee's clock
+    did not go back. Milliseconds, not finer: tokens keep 13 digits, which
+    JSON encoders that keep 14 (Redis's cjson) write exactly.
+    """
+    return now_ms
+
+
+def next_fencing(current: int, now_ms: int) -> int:
+    """The token a grant takes after ``current``; a counter never used (0) starts at :func:`fencing_floor`."""
+    return (current or fencing_floor(now_ms)) + 1
 
 
 class Outcome(str, enum.Enum):

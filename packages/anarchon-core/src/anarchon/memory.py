@@ -20,7 +20,7 @@ from ._memory_book import Record as _Record
 from ._memory_control import ControlMixin, MemoryControl
 from ._memory_fleet import MemoryFleet, RegistryMixin
 from ._memory_schedules import MemorySchedules, SchedulesMixin
-from .backend import Capabilities, Claim, ClaimResult, Finding, Grant, LeaseBackend, Outcome
+from .backend import Capabilities, Claim, ClaimResult, Finding, Grant, LeaseBackend, Outcome, next_fencing
 from .liveness import RETAIN_DEAD_MS, Beat, Heart
 from .options import check_history_limit
 from .run import Run, RunStatus, ms_to_datetime
@@ -123,7 +123,7 @@ class MemoryStore:
                 previous, book.mark = book.mark, c.slot_ms
             if opts.overlap == "skip" and self._held(book, now):
                 return self._skip(book, key, c, now)
-            book.fencing += 1
+            book.fencing = next_fencing(book.fencing, now)
             if not c.manual:
                 book.won = c.slot_ms
             rec = _Record(c.running(fencing=book.fencing), c.token, opts.lease_ms, now + opts.lease_ms)
@@ -147,7 +147,7 @@ class MemoryStore:
                 if existing.token == c.token and existing.run.status is RunStatus.RUNNING:
                     return ClaimResult(Outcome.WON, self._grant(existing))
                 return ClaimResult(Outcome.LOST, record=existing.run)
-            book.fencing += 1
+            book.fencing = next_fencing(book.fencing, now)
             if book.mark is None or book.mark < c.slot_ms:
                 book.mark = c.slot_ms
             rec = _Record(c.running(fencing=book.fencing), c.token, c.options.lease_ms, now + c.options.lease_ms)
@@ -170,7 +170,7 @@ class MemoryStore:
                 return ClaimResult(Outcome.LOST, record=existing.run)
             if self._held(book, now):
                 return ClaimResult(Outcome.SKIPPED, record=existing.run)
-            book.fencing += 1
+            book.fencing = next_fencing(book.fencing, now)
             rec = _Record(c.running(fencing=book.fencing), c.token, c.options.lease_ms, now + c.options.lease_ms)
             book.put(key, rec)
             return ClaimResult(Outcome.WON, self._grant(rec, c.now_ms))
@@ -255,7 +255,7 @@ class MemoryStore:
                     rec.run = rec.run.replace(status=RunStatus.ABANDONED)
                     book.settle((slot, manual), rec)
                     continue
-                book.fencing += 1
+                book.fencing = next_fencing(book.fencing, now)
                 # A hand-over is no death: the run goes on as the same attempt, so max_attempts counts deaths.
                 attempt = rec.run.attempt + (0 if rec.handed_over else 1)
                 rec.token = uuid.uuid4().hex

@@ -113,6 +113,7 @@ _MIGRATIONS = (
     _migration("migration_6.sql"),  # finish_many, renew_many: row by row, a plan no ANALYZE can turn
     _migration("migration_7.sql"),  # registry: each live instance's head and job definitions
     _migration("migration_8.sql"),  # stored schedules: records by revision, their logs, one counter
+    _migration("migration_9.sql"),  # a job's fencing counter starts at the clock (fencing_floor), not 0
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

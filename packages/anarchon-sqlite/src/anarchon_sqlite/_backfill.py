@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from anarchon.backend import Claim, ClaimResult, Outcome
+from anarchon.backend import Claim, ClaimResult, Outcome, next_fencing
 from anarchon.run import RunStatus
 
 from ._sql import statement
@@ -35,7 +35,7 @@ def _backfill_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     mark, fencing, kept = conn.execute(statement("backfill_job_read"), (c.job,)).fetchone()
     if mark is None or mark < c.slot_ms:
         mark = c.slot_ms
-    fencing += 1
+    fencing = next_fencing(fencing, now)
     lease_ms = c.options.lease_ms
     row: Row = (
         c.job, c.slot_ms, 0, RunStatus.RUNNING.value, c.instance, 1, fencing, int(c.catch_up), c.missed,

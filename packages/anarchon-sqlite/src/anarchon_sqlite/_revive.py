@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from anarchon.backend import Claim, ClaimResult, Outcome
+from anarchon.backend import Claim, ClaimResult, Outcome, next_fencing
 from anarchon.run import RunStatus
 
 from ._sql import statement
@@ -36,7 +36,7 @@ def _revive_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
     if conn.execute(statement("revive_held"), (c.job, now)).fetchone() is not None:
         return ClaimResult(Outcome.SKIPPED, record=_run(existing))
     _, fencing, _ = conn.execute(statement("backfill_job_read"), (c.job,)).fetchone()
-    fencing += 1
+    fencing = next_fencing(fencing, now)
     lease_ms = c.options.lease_ms
     row: Row = (
         c.job, c.slot_ms, 0, RunStatus.RUNNING.value, c.instance, 1, fencing, int(c.catch_up), c.missed,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, TypeVar
 
-from anarchon.backend import Claim, ClaimResult, Grant, Outcome
+from anarchon.backend import Claim, ClaimResult, Grant, Outcome, next_fencing
 from anarchon.errortext import clean_text
 from anarchon.records import decode_run
 from anarchon.run import Run, RunStatus
@@ -217,7 +217,7 @@ def _claim_one(conn: sqlite3.Connection, c: Claim, now: int) -> ClaimResult:
         )  # fmt: skip
         result = ClaimResult(Outcome.SKIPPED, record=_run(row))
     else:
-        fencing += 1
+        fencing = next_fencing(fencing, now)
         if not c.manual:
             won = c.slot_ms
         row = (
@@ -329,7 +329,7 @@ def _take_over_job(
         if not newest or (attempt >= job.options.max_attempts and not handed_over):
             conn.execute(statement("take_over_abandon"), where)
             continue
-        fencing += 1
+        fencing = next_fencing(fencing, now)
         token = uuid.uuid4().hex
         lease_ms = job.options.lease_ms
         if not handed_over:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from anarchon.backend import ClaimResult, Grant, Outcome
+from anarchon.backend import ClaimResult, Grant, Outcome, fencing_floor
 from anarchon.job import Job
 from anarchon.run import RunStatus
 
@@ -61,6 +61,20 @@ class LeaseTests(SuiteBase):
         tokens = [(await _won(x, job, slot)).fencing for x, slot in zip((a, b, a), conformance.slots(3), strict=True)]
         assert all(isinstance(t, int) for t in tokens), f"fencing tokens {tokens!r} are not integers"
         assert tokens == sorted(set(tokens)), f"fencing tokens {tokens!r} do not grow"  # type: ignore[type-var]
+
+    async def test_a_new_jobs_tokens_start_at_the_referees_clock(self, conformance: Conformance) -> None:
+        """A counter made again (a referee restarted empty) must start above every token the lost one gave."""
+        (a,) = await conformance.instances(1)
+        floor = fencing_floor(await conformance.backend_now_ms())
+        manual, scheduled = conformance.job("floor-manual"), conformance.job("floor")
+        first = await _won(a, scheduled, conformance.slots(1)[0])
+        triggered = await _won(a, manual, conformance.slots(1)[0], manual=True)
+        for grant in (first, triggered):
+            assert isinstance(grant.fencing, int) and grant.fencing >= floor, (
+                f"{grant.job}'s first token {grant.fencing!r} is below fencing_floor(now) = {floor}: start a job's "
+                "counter there (anarchon.backend.fencing_floor), so that a referee restarted empty never "
+                "hands out a lower token"
+            )
 
     async def test_renewal_keeps_the_lease(self, conformance: Conformance) -> None:
         lease = 500
