@@ -7,9 +7,14 @@ Helpers are handed out as fixtures because pytest imports test modules with
 from __future__ import annotations
 
 import asyncio
+import glob
 import os
+import shutil
+import subprocess
+import tempfile
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,7 +23,7 @@ import pytest
 
 from anarchon.backend import Claim
 from anarchon.job import Job
-from anarchon_conformance import eventually, testing
+from anarchon_conformance import eventually, free_port, testing
 from anarchon_conformance.testing import FaultProxy
 from anarchon_postgres import PostgresBackend
 
@@ -135,3 +140,56 @@ def make_claim() -> Callable[..., Claim]:
 @pytest.fixture
 def wait_until() -> Callable[..., Awaitable[None]]:
     return eventually
+
+
+PG_BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+
+
+def _as_postgres(*argv: str) -> None:
+    """Run a server tool as the ``postgres`` user when the tests run as root (initdb refuses root)."""
+    user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    done = subprocess.run([*user, *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{argv[0]}: {done.stderr[-800:]}"
+
+
+@pytest.fixture(scope="module")
+def private_postgres() -> Iterator[Callable[..., str]]:
+    """Start private PostgreSQL servers with settings of the test's own; each call gives a DSN.
+
+    For what the shared server must never be put through (a small
+    ``max_connections``, taken whole): ``initdb`` and ``pg_ctl`` on a free port,
+    ``fsync=off``, trust on 127.0.0.1 and a socket in the data's temp dir (not
+    ``tmp_path``: the ``postgres`` user must enter it), stopped and removed
+    after the module. ``start("-c max_connections=12")`` adds server options.
+    """
+    if not PG_BIN:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set: /usr/lib/postgresql/*/bin is needed to start a private server")
+        pytest.skip("!!! SKIPPED: no /usr/lib/postgresql/*/bin to start a private PostgreSQL")
+    pg = PG_BIN[-1]
+    started: list[Path] = []
+
+    def start(*options: str) -> str:
+        root = Path(tempfile.mkdtemp(prefix="anarchon-pgprivate-"))
+        root.chmod(0o755)
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres", "postgres")
+        started.append(root)
+        port = free_port()
+        opts = " ".join([f"-p {port} -c listen_addresses=127.0.0.1 -k {root} -c fsync=off", *options])
+        _as_postgres(f"{pg}/initdb", "-D", str(root / "data"), "-A", "trust", "-U", "postgres", "--no-sync")
+        _as_postgres(f"{pg}/pg_ctl", "-D", str(root / "data"), "-l", str(root / "log"), "-o", opts, "-w", "start")
+        return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    try:
+        yield start
+    finally:
+        for root in started:
+            if (root / "data" / "postmaster.pid").exists():
+                user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+                subprocess.run(
+                    [*user, f"{pg}/pg_ctl", "-D", str(root / "data"), "-m", "immediate", "-w", "stop"],
+                    capture_output=True,
+                    timeout=60,
+                )
+            shutil.rmtree(root, ignore_errors=True)

@@ -17,6 +17,8 @@ import asyncpg  # type: ignore[import-untyped]
 
 from anarchon.errors import BackendUnavailableError
 
+from ._full import NoFreeConnection, capped, own_connection
+
 __all__ = ["POOL_MAX", "UNREACHABLE", "CallsMixin"]
 
 log = logging.getLogger("anarchon.postgres")
@@ -24,7 +26,13 @@ log = logging.getLogger("anarchon.postgres")
 T = TypeVar("T")
 
 #: Connections of the backend's own pool. Claims due together travel in one
-#: call, so a handful covers claims, renewals and finishes overlapping.
+#: call, so a handful covers claims, renewals and finishes overlapping. The pool
+#: keeps no floor (``min_size=0``; start() still opens the first connection):
+#: asyncpg (0.32) restores a floor from a task of its own that logs a WARNING with
+#: a whole traceback at each failed try (1, 2, 4… s), 20-odd lines a try per
+#: instance for as long as the server refuses connections, beside the
+#: scheduler's one warning. A scheduler calls every half second, and each call
+#: opens a connection when none is left, so the floor added nothing.
 POOL_MAX = 4
 
 #: Failures that leave a connection in doubt: the server ended the session,
@@ -64,6 +72,10 @@ class CallsMixin:
     _timeout: float
     _pool: asyncpg.Pool | None
     _own_pool: bool
+    #: The server's max_connections, read by start() for the text of a refusal (None before).
+    _max_connections: int | None = None
+    #: When (monotonic) the pool last went on with the connections it held (see ``_full.capped``).
+    _capped_at: float | None = None
 
     if TYPE_CHECKING:  # the backend's own, used here
 
@@ -78,19 +90,29 @@ class CallsMixin:
 
     async def _open_pool(self) -> asyncpg.Pool:
         settings = self._settings()
-        try:
-            pool = await asyncio.wait_for(
-                asyncpg.create_pool(
-                    self._dsn,
-                    min_size=1,
-                    max_size=POOL_MAX,
-                    timeout=self._timeout,
-                    command_timeout=self._timeout,
-                    reset=_keep_session,
-                    server_settings=settings,
-                ),
-                self._timeout * 2,
+
+        async def open_pool() -> asyncpg.Pool:
+            pool = await asyncpg.create_pool(
+                self._dsn,
+                min_size=0,
+                max_size=POOL_MAX,
+                timeout=self._timeout,
+                command_timeout=self._timeout,
+                reset=_keep_session,
+                server_settings=settings,
             )
+            try:
+                # The first connection now, as min_size=1 would, so a server that refuses it fails start().
+                await pool.release(await pool.acquire())
+            except BaseException:
+                pool.terminate()
+                raise
+            return pool
+
+        try:
+            pool = await asyncio.wait_for(open_pool(), self._timeout * 2)
+        except asyncpg.TooManyConnectionsError as exc:
+            raise self._no_free_connection().error(exc, starting=True) from exc
         except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise BackendUnavailableError(
                 f"could not reach PostgreSQL at {self._where()} within {self._timeout:g} s "
@@ -98,6 +120,12 @@ class CallsMixin:
             ) from exc
         assert pool is not None
         return pool
+
+    def _no_free_connection(self) -> NoFreeConnection:
+        """What a refusal for want of connections is told as (see :mod:`._full`)."""
+        pool_max = self._pool.get_max_size() if self._pool is not None else POOL_MAX
+        heart = 1 if self._own_pool else 0  # heart() keeps a connection of its own only beside our own pool
+        return NoFreeConnection(self._where(), self._max_connections, pool_max + heart, pool_max)
 
     def _where(self) -> str:
         return self.dsn if self._own_pool else "the caller's pool"
@@ -121,27 +149,44 @@ class CallsMixin:
         if pool is None:
             raise RuntimeError(f"{self!r} is not started; call start() first")
         try:
-            return await self._attempt(pool, op, retry=False)
-        except _RETRYABLE as exc:
-            log.info("anarchon-postgres: %s failed (%s: %s); retrying once", what, type(exc).__name__, exc)
-            if isinstance(exc, _DEAD):
-                # What ended one session (a server restart, killed backends) likely ended the
-                # idle ones too: have the pool replace them, so the retry gets a fresh one.
-                await pool.expire_connections()
-        return await self._attempt(pool, op, retry=True)
+            try:
+                return await self._attempt(pool, op, retry=False)
+            except _RETRYABLE as exc:
+                log.info("anarchon-postgres: %s failed (%s: %s); retrying once", what, type(exc).__name__, exc)
+                if isinstance(exc, _DEAD):
+                    # What ended one session (a server restart, killed backends) likely ended the
+                    # idle ones too: have the pool replace them, so the retry gets a fresh one.
+                    await pool.expire_connections()
+            return await self._attempt(pool, op, retry=True)
+        except asyncpg.TooManyConnectionsError as exc:
+            # The pool holds no connection and the server gives none (a growth waits for the pool's own:
+            # _acquire). Not retried here: the scheduler backs off and warns once per outage, with this text.
+            raise self._no_free_connection().error(exc, starting=False) from exc
 
     async def _attempt(
         self, pool: asyncpg.Pool, op: Callable[[asyncpg.Connection, bool], Awaitable[T]], *, retry: bool
     ) -> T:
+        conn = await self._acquire(pool)
+        try:
+            return await op(conn, retry)
+        except _SUSPECT:
+            # A session the server ended may already be back in the pool, its proxy detached:
+            # terminating it then raises InterfaceError, which would hide the retryable error.
+            with contextlib.suppress(asyncpg.InterfaceError):
+                conn.terminate()
+            raise
+        finally:
+            await pool.release(conn)
+
+    async def _acquire(self, pool: asyncpg.Pool) -> asyncpg.Connection:
         # A free connection is handed over at once; only a wait for one needs the timer (and
         # asyncpg's timed acquire costs a task and a loop turn per call).
-        acquiring = pool.acquire() if pool.get_idle_size() else pool.acquire(timeout=self._timeout)
-        async with acquiring as conn:
-            try:
-                return await op(conn, retry)
-            except _SUSPECT:
-                # A session the server ended may already be back in the pool, its proxy detached:
-                # terminating it then raises InterfaceError, which would hide the retryable error.
-                with contextlib.suppress(asyncpg.InterfaceError):
-                    conn.terminate()
+        if pool.get_idle_size():
+            return await pool.acquire()
+        try:
+            return await pool.acquire(timeout=self._timeout)
+        except asyncpg.TooManyConnectionsError as exc:
+            if not pool.get_size():
                 raise
+            self._capped_at = capped(log, self._capped_at, self._no_free_connection(), exc, pool.get_size())
+            return await own_connection(pool, exc, self._timeout)

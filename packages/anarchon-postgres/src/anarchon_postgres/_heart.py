@@ -1,7 +1,8 @@
 """The instance's heartbeat in PostgreSQL: one row of ``instances``, renewed on a connection of its own.
 
 :meth:`PostgresBackend.heart` builds a :class:`PostgresHeart` from plain data
-(the DSN, the rendered statements, the timeout, the session settings), and
+(the DSN, the rendered statements, the timeout, the session settings, the
+text of a refusal for want of connections: :mod:`._full`), and
 the scheduler drives it from its heartbeat thread's event loop, where the
 backend's pool cannot be used: :meth:`PostgresHeart.open` connects there.
 
@@ -32,6 +33,8 @@ import asyncpg  # type: ignore[import-untyped]
 
 from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart
 
+from ._full import NoFreeConnection
+
 __all__ = ["PostgresHeart"]
 
 #: Errors after which the heart's connection is kept: the server answered,
@@ -44,26 +47,43 @@ _GONE = (asyncpg.PostgresConnectionError, asyncpg.exceptions.OperatorInterventio
 
 class PostgresHeart(Heart):
     def __init__(
-        self, dsn: str, beat_sql: str, leave_sql: str, *, timeout_s: float, settings: Mapping[str, str]
+        self,
+        dsn: str,
+        beat_sql: str,
+        leave_sql: str,
+        *,
+        timeout_s: float,
+        settings: Mapping[str, str],
+        no_free: NoFreeConnection | None = None,
     ) -> None:
         self._dsn = dsn
+        #: Tells a refusal for want of connections as the backend's calls do (see :mod:`._full`).
+        self._no_free = no_free
         self._beat_sql = beat_sql
         self._leave_sql = leave_sql
         self._timeout = timeout_s
         self._settings = dict(settings)
         self._conn: asyncpg.Connection | None = None
+        #: Whether a connection was ever made: a refusal before it keeps the instance from starting.
+        self._connected_once = False
 
     async def open(self) -> None:
         await self._connection()
 
     async def _connection(self) -> asyncpg.Connection:
         if self._conn is None or self._conn.is_closed():
-            self._conn = await asyncpg.connect(
-                self._dsn,
-                timeout=self._timeout,
-                command_timeout=self._timeout,
-                server_settings=self._settings,
-            )
+            try:
+                self._conn = await asyncpg.connect(
+                    self._dsn,
+                    timeout=self._timeout,
+                    command_timeout=self._timeout,
+                    server_settings=self._settings,
+                )
+            except asyncpg.TooManyConnectionsError as exc:
+                if self._no_free is None:
+                    raise
+                raise self._no_free.error(exc, starting=not self._connected_once) from exc
+            self._connected_once = True
         return self._conn
 
     async def _fetch(self, sql: str, *args: object, timeout_s: float) -> list[asyncpg.Record]:

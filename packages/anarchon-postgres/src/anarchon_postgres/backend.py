@@ -20,6 +20,7 @@ from anarchon.run import Run, datetime_to_ms
 from ._backfill import BackfillMixin, BackfillStatements
 from ._calls import UNREACHABLE, CallsMixin
 from ._control import ControlMixin
+from ._full import LIMITS_SQL
 from ._guarantees import GuaranteesMixin
 from ._heart import PostgresHeart
 from ._records import batch_args, claim_args, claim_result, finish_args
@@ -144,7 +145,11 @@ class PostgresBackend(
         try:
             async with self._pool.acquire(timeout=self._timeout) as conn:
                 await ensure_schema(conn, self.schema)
+                self._max_connections = await conn.fetchval(LIMITS_SQL, timeout=self._timeout)
             self._read_only, self.schema_version = False, SCHEMA_VERSION
+        except asyncpg.TooManyConnectionsError as exc:  # a caller's pool, opening its first connection
+            await self._drop_own_pool()
+            raise self._no_free_connection().error(exc, starting=True) from exc
         except asyncpg.InsufficientPrivilegeError as exc:
             await self._drop_own_pool()
             raise PermissionError(
@@ -174,6 +179,9 @@ class PostgresBackend(
         try:
             async with self._pool.acquire(timeout=self._timeout) as conn:
                 self.schema_version = await installed_version(conn, self.schema)
+        except asyncpg.TooManyConnectionsError as exc:
+            await self._drop_own_pool()
+            raise self._no_free_connection().error(exc, starting=True) from exc
         except UNREACHABLE as exc:
             await self._drop_own_pool()
             raise BackendUnavailableError(
@@ -426,6 +434,7 @@ class PostgresBackend(
             self._sql.leave,
             timeout_s=self._timeout,
             settings={**self._settings(), "synchronous_commit": "off"},
+            no_free=self._no_free_connection(),
         )
 
     async def hand_over(self, grant: Grant) -> bool:
