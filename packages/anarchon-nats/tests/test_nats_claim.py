@@ -129,19 +129,25 @@ async def test_a_batch_is_pipelined_every_publish_sent_before_any_ack_is_awaited
     (b,) = await backends()
     job = make_job()
     events: list[str] = []
-    js = b._js
-    assert js is not None
-    original = js.publish_async
+    nc, publishes = b._nc, b._publishes
+    assert nc is not None
+    send, answer = nc.publish, publishes._answer
 
-    async def traced(*args: Any, **kw: Any) -> Any:
+    async def sent(*args: Any, **kw: Any) -> None:
         events.append("send")
-        ack = await original(*args, **kw)
-        ack.add_done_callback(lambda _: events.append("ack"))
-        return ack
+        await send(*args, **kw)
 
-    js.publish_async = traced  # type: ignore[method-assign]
-    claims = [Claim(job, 10_000 + i, "a", token(), now_ms()) for i in range(50)]
-    results = await b.claim(claims)
+    async def acked(msg: Any) -> None:
+        events.append("ack")
+        await answer(msg)
+
+    nc.publish = sent  # type: ignore[method-assign]
+    publishes._answer = acked  # type: ignore[method-assign]  # read when the reply subscription is made
+    try:
+        claims = [Claim(job, 10_000 + i, "a", token(), now_ms()) for i in range(50)]
+        results = await b.claim(claims)
+    finally:
+        del nc.publish
     assert all(r.outcome is Outcome.WON for r in results)
     assert events == ["send"] * 50 + ["ack"] * 50
 

@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NotFoundError
+from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
 from anarchon.fleet import REGISTRY_TTL_MS
 from anarchon.liveness import RETAIN_DEAD_MS
+
+from ._full import Outage, is_full
 
 __all__ = ["RegistryMixin"]
 
@@ -59,6 +61,8 @@ class RegistryMixin:
 
         def _jetstream(self) -> JetStreamContext: ...
 
+        _outage: Outage
+
     #: The bucket once opened (reset by close()), and the head each instance registered, put again to keep it.
     _kv: KeyValue | None
     _heads: dict[str, str]
@@ -85,15 +89,27 @@ class RegistryMixin:
     async def register(self, instance: str, head: str, jobs: str) -> None:
         kv = await self._bucket_kv(create=True)
         assert kv is not None
-        await kv.put(self._key("j", instance), jobs.encode())
-        await kv.put(self._key("h", instance), head.encode())
+        await self._put(kv, self._key("j", instance), jobs.encode())
+        await self._put(kv, self._key("h", instance), head.encode())
         self._heads[instance] = head
 
     async def keep_registered(self, instance: str) -> None:
         head = self._heads.get(instance)
         kv = await self._bucket_kv(create=False)
         if head is not None and kv is not None:
-            await kv.put(self._key("h", instance), head.encode())
+            await self._put(kv, self._key("h", instance), head.encode())
+
+    async def _put(self, kv: KeyValue, key: str, value: bytes) -> None:
+        """A put; a server whose JetStream storage is full refuses it as it refuses claims, so it says so alike.
+
+        Whichever fails first is the one warning the scheduler logs for the outage.
+        """
+        try:
+            await kv.put(key, value)
+        except APIError as exc:
+            if not is_full(exc):
+                raise
+            raise await self._outage.error(self._jetstream(), exc, f"KV_{self._bucket}") from None
 
     async def unregister(self, instance: str) -> None:
         self._heads.pop(instance, None)

@@ -30,6 +30,7 @@ from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError, InvalidJobError
 from anarchon.options import check_history_limit, check_job_name
 
+from ._full import Outage
 from ._guarantees import GuaranteesMixin
 from ._names import (
     check_positive_int,
@@ -44,7 +45,7 @@ from ._names import (
 )
 from ._records import decode_claim, encode_claim, encode_result, join_history
 from ._registry import RegistryMixin
-from ._requests import Requests, stored_data
+from ._requests import Requests, pub_ack, stored_data
 from ._schedules import SchedulesMixin
 from ._stream import StreamNeeds, ensure_stream
 from ._url import check_server, connect_credentials, is_refusal, read_nats_url
@@ -66,6 +67,8 @@ REQUEST_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 5.0
 
 _MSG_ID = "Nats-Msg-Id"
+#: Claims and results awaiting their acknowledgement, at most (as nats-py's publish_async allowed).
+MAX_PENDING = 4000
 
 
 class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
@@ -134,6 +137,8 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
         self._per_subject = 0
         self._needed = self.history_size
         self._requests = Requests()
+        self._publishes = Requests(max_pending=MAX_PENDING)
+        self._outage = Outage(self.stream)
         #: Connected by start_read_only() to a server without this stream: every read raises LookupError.
         self._absent = False
         self._finishes: Batcher[tuple[str, bytes, str]] = Batcher(self._publish_results, in_flight=4)
@@ -273,6 +278,7 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
     async def close(self) -> None:
         if self._js is not None:
             await self._finishes.drain()
+        self._outage.state()  # stopped while the stream was full: what it cost is stated now
         nc, self._nc, self._js, self._kv = self._nc, None, None, None
         self._absent = False
         if nc is not None:
@@ -325,22 +331,19 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         """Publish every claim, then await the acks: a batch costs about one round trip.
 
-        Raises when any answer was lost (a dropped connection, a timeout): the
-        scheduler then retries the batch with the same tokens, and a claim that
-        did reach the stream comes back as a duplicate carrying our own token.
+        Raises when any answer was lost (a dropped connection, a timeout) or
+        refused (a full stream: one ``StreamFullError`` naming the limit and the
+        fix, see :mod:`._full`): the scheduler then retries the batch with the
+        same tokens, and a claim that did reach the stream comes back as a
+        duplicate carrying our own token.
         """
         if not claims:
             return []
         js = self._jetstream()
         if any(c.options.history_size > self._needed for c in claims):
             await self.prepare([c.spec for c in claims])  # a caller that skipped prepare(): once per increase
-        if len(claims) == 1:
-            acks: list[PubAck | BaseException] = [await self._publish_claim(js, claims[0])]
-        else:
-            acks = await self._publish_claims(js, claims)
-        for ack in acks:
-            if isinstance(ack, BaseException):
-                raise ack
+        acks = await self._publish_claims(claims)
+        await self._outage.check(js, acks, claims)  # raises for any error, a full stream's named once
         stored = {
             i: ack.seq for i, ack in enumerate(acks) if isinstance(ack, PubAck) and ack.duplicate
         }  # BROKER-NOTES: duplicate is None, not False, for a message the stream stored
@@ -356,48 +359,34 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
                     continue
                 started = owner[1]
             results.append(ClaimResult(Outcome.WON, c.granted(started_at_ms=started)))
+        await self._outage.answered(js, acks, claims, won=any(r.won for r in results))  # a full stream: raises
         return results
 
-    async def _publish_claim(self, js: JetStreamContext, c: Claim) -> PubAck:
-        return await js.publish(
-            claims_subject(self.prefix, c.job),
-            encode_claim(c),
-            stream=self.stream,
-            headers={_MSG_ID: claim_msg_id(c.job, c.slot_ms, c.manual)},
-        )
-
-    async def _publish_claims(self, js: JetStreamContext, claims: Sequence[Claim]) -> list[PubAck | BaseException]:
+    async def _publish_claims(self, claims: Sequence[Claim]) -> list[PubAck | BaseException]:
         return await self._publish_all(
-            js,
             [
                 (claims_subject(self.prefix, c.job), encode_claim(c), claim_msg_id(c.job, c.slot_ms, c.manual))
                 for c in claims
             ],
         )
 
-    async def _publish_all(
-        self, js: JetStreamContext, messages: Sequence[tuple[str, bytes, str]]
-    ) -> list[PubAck | BaseException]:
+    async def _publish_all(self, messages: Sequence[tuple[str, bytes, str]]) -> list[PubAck | BaseException]:
         """Every message ``(subject, payload, msg id)`` published before any ack is awaited, the acks together.
 
-        ``publish_async`` answers each publish with a future on one reply
-        subscription: a batch of 1,000 was 1,000 tasks (``gather``), each with
-        a request and a timer of its own, and at 1,000 every-second jobs on
-        three instances that overhead alone outgrew the second (the soak fell
-        behind and never caught up). One ``wait`` with one timeout now.
+        One reply subscription and one ``wait`` with one timeout for the batch:
+        a task, request and timer per message was, at 1,000 every-second jobs on
+        three instances, an overhead that alone outgrew the second. Not nats-py's
+        ``publish_async``, which leaves a refused publish unanswered (see
+        :mod:`._requests`): each answer here is an ack or the error itself.
         """
-        futures = [
-            await js.publish_async(subject, payload, stream=self.stream, headers={_MSG_ID: msg_id})
-            for subject, payload, msg_id in messages
-        ]
-        _, late = await asyncio.wait(futures, timeout=REQUEST_TIMEOUT_S)
-        for future in late:
-            future.cancel()
-        return [nats.errors.TimeoutError() if f.cancelled() else (f.exception() or f.result()) for f in futures]
+        assert self._nc is not None
+        requests = [(s, data, {_MSG_ID: msg_id, "Nats-Expected-Stream": self.stream}) for s, data, msg_id in messages]
+        return [pub_ack(r) for r in await self._publishes.answers(self._nc, requests, REQUEST_TIMEOUT_S)]
 
     async def _publish_results(self, messages: Sequence[tuple[str, bytes, str]]) -> list[PubAck | BaseException]:
         """The batcher's send: the finishes of one event-loop turn, published together."""
-        return await self._publish_all(self._jetstream(), messages)
+        js = self._jetstream()
+        return await self._outage.results(js, await self._publish_all(messages))
 
     async def _stored_claims(self, seqs: list[int]) -> list[tuple[str, int] | None]:
         """The token and start time of each claim the stream kept; ``None`` where it is gone (trimmed)."""
