@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from anarchon.backend import Claim, ClaimResult, Outcome
 
 from . import _scripts as S
+from ._full import Full
 from ._names import Keyspace
 from ._records import UNKNOWN, grant_of, run_of, text
 
@@ -56,10 +57,13 @@ class BackfillMixin:
 
     cluster: bool
     _keys: Keyspace
+    _full: Full
 
     if TYPE_CHECKING:  # the backend's own, used here
 
         def _hint(self) -> list[str]: ...
+
+        def _redis(self) -> Any: ...
 
         async def _calls_waited(
             self, calls: Sequence[Call], *, strict: int | None = None
@@ -77,4 +81,5 @@ class BackfillMixin:
             UNKNOWN if isinstance(reply, Exception) else backfill_result(c, reply)
             for c, reply in zip(claims, replies, strict=False)
         ]
+        await self._full.check(self._redis(), calls, replies, won=any(r.outcome is Outcome.WON for r in results))
         return [r if ok or r.outcome is not Outcome.WON else UNKNOWN for r, ok in zip(results, reached, strict=False)]

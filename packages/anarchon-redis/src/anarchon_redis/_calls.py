@@ -1,5 +1,6 @@
 """How commands reach Redis: one script, a pipeline (``NOSCRIPT`` answers sent again as ``EVAL``), ``WAIT``,
-and a call awaited so that the caller's cancellation is never lost.
+and a call awaited so that the caller's cancellation is never lost. Redis's ``OOM`` refusal comes back as
+:class:`~._full.RedisFullError`, which names the cause and the fix (:mod:`._full`).
 
 Mixed into :class:`~anarchon_redis.RedisBackend`, as every optional part of a
 backend here is (:mod:`._control`, :mod:`._backfill`).
@@ -11,10 +12,11 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
 from . import _replicas
 from . import _scripts as S
+from ._full import Full, refused_for_memory
 
 if TYPE_CHECKING:
     from ._names import Keyspace
@@ -32,6 +34,7 @@ class CallsMixin:
     min_replicas: int
     replica_timeout_ms: int
     _keys: Keyspace
+    _full: Full
 
     if TYPE_CHECKING:  # the backend's own, used here
 
@@ -40,9 +43,12 @@ class CallsMixin:
     async def _call(self, script: S.Script, keys: list[str], args: list[Any]) -> Any:
         client = self._redis()
         try:
-            return await client.evalsha(script.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await client.eval(script.source, len(keys), *keys, *args)
+            try:
+                return await client.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                return await client.eval(script.source, len(keys), *keys, *args)
+        except OutOfMemoryError as exc:
+            raise await self._full.error(client, keys[0] if keys else "") from exc
 
     async def _calls(self, calls: Sequence[Call], *, strict: int | None = None) -> list[Any]:
         """Run scripts in one pipeline; ``NOSCRIPT`` answers are sent again as ``EVAL``.
@@ -75,6 +81,9 @@ class CallsMixin:
             again, again_reached = await self._pipeline(commands, wait)
             for i, result, ok in zip(missing, again, again_reached, strict=True):
                 results[i], reached[i] = result, ok
+        for i, result in enumerate(results):
+            if refused_for_memory(result):
+                results[i] = await self._full.error(self._redis(), calls[i][1][0])
         for result in results[:strict]:
             if isinstance(result, Exception):
                 raise result

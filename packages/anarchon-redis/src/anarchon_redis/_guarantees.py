@@ -5,9 +5,11 @@ A claim is a key written by a script; it is as safe as that key:
 * a **replica** (``role:slave``) refuses every write: the URL must name the primary;
 * a server that **keeps nothing on disk** (no AOF, no snapshots: how Debian's
   and many containers' Redis runs) forgets every claim when it restarts: the
-  slots still within catch-up run again and fencing tokens fall back;
-  snapshots alone lose what came after the last one; an AOF keeps all but
-  the last second (``appendfsync everysec``);
+  runs in flight lose their records, and the instances that claimed before
+  refuse about one slot per job rather than risk running it twice
+  (``_known.py``; fencing tokens go on from the clock); snapshots alone lose
+  what came after the last one, alike; an AOF keeps all but the last second
+  (``appendfsync everysec``);
 * an **eviction policy** other than ``noeviction`` drops keys when memory is
   full, a claim record among them;
 * **replicas** that claims do not wait for (``min_replicas=0``) can lack the
@@ -81,22 +83,25 @@ def _persistence(info: dict[str, Any], config: dict[str, str] | str) -> Finding:
             "persistence",
             False,
             f"no append-only file, and whether snapshots are taken could not be read ({config}): a restart "
-            "loses at least the claims since the last snapshot, and those slots run again",
+            "loses at least the claims since the last snapshot and the records of the runs in flight, and "
+            "about one slot per job is not run",
             "set appendonly yes (appendfsync everysec)",
         )
     if config.get("save"):
         return Finding(
             "persistence",
             False,
-            f"snapshots only (save {config['save']}): a restart loses the claims since the last snapshot, "
-            "those slots run again, and fencing tokens fall back",
+            f"snapshots only (save {config['save']}): a restart goes back to the last snapshot, the records "
+            "of the runs in flight are lost, and about one slot per job is not run (refused rather than "
+            "risk running it twice)",
             "set appendonly yes (appendfsync everysec)",
         )
     return Finding(
         "persistence",
         False,
-        "keeps nothing on disk (no append-only file, no snapshots): a restart empties it, every claim is "
-        "forgotten, slots still within catch-up run again, and fencing tokens fall back to 1",
+        "keeps nothing on disk (no append-only file, no snapshots): a restart empties it, the records of "
+        "the runs in flight are lost, and about one slot per job is not run (refused rather than risk "
+        "running it twice)",
         "set appendonly yes (appendfsync everysec)",
     )
 

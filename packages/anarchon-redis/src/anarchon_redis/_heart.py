@@ -35,11 +35,13 @@ from typing import Any, Union
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
 from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart
+from anarchon.urls import redact_url
 
 from . import _scripts as S
+from ._full import RedisFullError, full_message, memory_info
 from ._records import text
 
 __all__ = ["DeadOwners", "RedisHeart", "script_args"]
@@ -102,6 +104,9 @@ class RedisHeart(Heart):
                 return await client.evalsha(script.sha, 1, self._key, *args)
             except NoScriptError:
                 return await client.eval(script.source, 1, self._key, *args)
+        except OutOfMemoryError as exc:  # the beat itself goes through (beat.lua); a leave may not
+            node, info = await memory_info(client, self._key)
+            raise RedisFullError(full_message(redact_url(self._url) + node, info)) from exc
         except ResponseError as exc:
             if "WRONGTYPE" in str(exc):
                 raise ResponseError(

@@ -22,6 +22,7 @@ from anarchon.backend import Claim, ClaimResult, Outcome
 from anarchon.run import Run
 
 from . import _scripts as S
+from ._full import Full, refused_for_memory
 from ._heart import DeadOwners, script_args
 from ._names import Keyspace
 from ._records import LOST, UNKNOWN, grant_of, run_of, text
@@ -72,10 +73,13 @@ class ReviveMixin:
     cluster: bool
     _keys: Keyspace
     _dead: DeadOwners
+    _full: Full
 
     if TYPE_CHECKING:  # the backend's own, used here
 
         def _hint(self) -> list[str]: ...
+
+        def _redis(self) -> Any: ...
 
         async def _calls_waited(
             self, calls: Sequence[Call], *, strict: int | None = None
@@ -93,10 +97,12 @@ class ReviveMixin:
         results: list[ClaimResult] = []
         for c, reply, ok in zip(claims, replies, reached, strict=False):
             if isinstance(reply, Exception):
-                log.error("job %s: revive failed on its Redis keys: %s; the slot answers unknown", c.job, reply)
+                if not refused_for_memory(reply):  # a full Redis is the whole backend's: raised below
+                    log.error("job %s: revive failed on its Redis keys: %s; the slot answers unknown", c.job, reply)
                 results.append(UNKNOWN)
                 continue
             result = revive_result(c, reply)
             # A grant not known to be on min_replicas replicas may vanish in a failover: unknown, never run.
             results.append(result if ok or result.outcome is not Outcome.WON else UNKNOWN)
+        await self._full.check(self._redis(), calls, replies, won=any(r.outcome is Outcome.WON for r in results))
         return results

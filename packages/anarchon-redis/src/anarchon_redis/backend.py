@@ -49,8 +49,10 @@ from . import _scripts as S
 from ._backfill import BackfillMixin
 from ._calls import Call, CallsMixin, keep_cancellation
 from ._control import ControlMixin
+from ._full import Full, refused_for_memory
 from ._guarantees import GuaranteesMixin
 from ._heart import DeadOwners, RedisHeart, script_args
+from ._known import KnownJobs
 from ._names import Keyspace, check_prefix, run_id
 from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, job_failed, mark_of, text
 from ._registry import RegistryMixin
@@ -71,8 +73,8 @@ _PEEK_CHUNK = 1000
 _CLAIMS_PER_SCRIPT = 250
 
 
-#: A claim's numbers as the claim script unpacks them (``struct.unpack('<ddddddddd', …)``).
-_NUMBERS = struct.Struct("<9d")
+#: A claim's numbers as the claim script unpacks them (``struct.unpack('<dddddddddd', …)``).
+_NUMBERS = struct.Struct("<10d")
 
 
 class RedisBackend(
@@ -131,6 +133,7 @@ class RedisBackend(
         min_replicas = found.pick("min_replicas", min_replicas, 0)
         replica_timeout_ms = found.pick("replica_timeout_ms", replica_timeout_ms, 100)
         self._keys = Keyspace(check_prefix(prefix))
+        self._known = KnownJobs()
         self._url = found.url
         if client is not None and not isinstance(client, (Redis, RedisCluster)):
             raise TypeError(
@@ -166,6 +169,7 @@ class RedisBackend(
         self.connect_timeout_ms = connect_timeout_ms
         self._client: Client | None = client
         self._owns_client = client is None
+        self._full = Full(redact_url(self._url) if client is None else "the client passed in")
         self._last_sweep: float | None = None
         self._sweep_cursor = 0
         # Four pipelines out at most: one slow reply does not hold up the next turn's calls.
@@ -227,6 +231,7 @@ class RedisBackend(
             o.lease_ms,
             o.history_size,
             o.history_ttl_ms or 0,
+            self._known.mark(c.job),
         )
         keys = [k.state, k.runs, k.order, k.live, *self._hint()]
         return S.CLAIM, keys, [numbers, c.token, c.instance, c.job, *dead]
@@ -245,7 +250,10 @@ class RedisBackend(
             replies, reached = await self._calls_waited(calls, strict=0)
         for failed in {type(r).__name__: r for r in replies[len(claims) :] if isinstance(r, Exception)}.values():
             log.warning("could not update the take-over hint (the next sweep repairs it): %s", failed)
-        results = [self._claim_answer(c, reply) for c, reply in zip(claims, replies, strict=False)]
+        forgotten: list[Claim] = []
+        results = [self._claim_answer(c, reply, forgotten) for c, reply in zip(claims, replies, strict=False)]
+        self._known.report(forgotten, repr(self))
+        await self._full.check(self._redis(), calls, replies, won=any(r.outcome is Outcome.WON for r in results))
         # A grant not known to be on min_replicas replicas may vanish in a failover: unknown, never run.
         return [r if ok or r.outcome is not Outcome.WON else UNKNOWN for r, ok in zip(results, reached, strict=False)]
 
@@ -272,11 +280,16 @@ class RedisBackend(
             ok += [done] * n
         return out, ok
 
-    def _claim_answer(self, c: Claim, reply: Any) -> ClaimResult:
+    def _claim_answer(self, c: Claim, reply: Any, forgotten: list[Claim]) -> ClaimResult:
         """One claim's answer; a script error on this job's keys is this job's alone: unknown, logged."""
+        if refused_for_memory(reply):  # not this job's: claim() raises for the whole backend
+            return UNKNOWN
         if isinstance(reply, Exception):
             job_failed(c.job, "claim", reply)
             return UNKNOWN
+        if self._known.answered(c, reply):
+            forgotten.append(c)
+            return LOST
         if reply == 0:  # CLAIM_MANY's plain loss
             return LOST
         return claim_result(c, reply)
@@ -311,6 +324,7 @@ class RedisBackend(
             k = self._keys.job(g.job)
             calls.append((S.RENEW, [k.runs, k.live, *self._hint()], [run_id(g.slot_ms, g.manual), g.token, g.job]))
         replies, reached = await self._calls_waited(calls, strict=0)
+        await self._full.check(self._redis(), calls, replies, won=False)  # not a lost lease: tried again
         for g, reply in zip(grants, replies, strict=True):
             if isinstance(reply, Exception):
                 job_failed(g.job, "renew", reply)
@@ -391,6 +405,7 @@ class RedisBackend(
     async def take_over(self, jobs: Sequence[Job], instance: str) -> list[ClaimResult]:
         if not jobs:
             return []
+        await self._full.probe(self._redis())  # the scheduler's recovery ends here: only once Redis takes writes
         sweep = self._sweep_slice(jobs)
         dead_pairs, dead = self._unswept()
         if dead_pairs:
@@ -424,11 +439,15 @@ class RedisBackend(
             args = [instance, job.options.max_attempts, job.options.lease_ms, nonce, job.name, *dead]
             calls.append((S.TAKE_OVER, [k.state, k.runs, k.live, *self._hint()], args))
         answers, answered = await self._calls_waited(calls, strict=0)
+        await self._full.check(
+            self._redis(), calls, answers, won=any(len(a) > 1 for a in answers if isinstance(a, list))
+        )
         self._swept |= dead_pairs
         results, reached = [], []
         for job, answer, ok in zip(list(candidates), answers, answered, strict=True):
             if isinstance(answer, Exception):
-                job_failed(job.name, "take-over", answer)
+                if not refused_for_memory(answer):
+                    job_failed(job.name, "take-over", answer)
                 candidates.remove(job)
             else:
                 results.append(answer)

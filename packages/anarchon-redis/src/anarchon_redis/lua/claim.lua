@@ -1,13 +1,14 @@
 -- KEYS: state, runs, order, live[, hint]
--- ARGV: slot, manual, catch_up, missed, started, skip, lease_ms, history_size, history_ttl_ms (flags 0/1,
---       ttl 0 = none) packed as nine little-endian doubles (exact up to 2^53), token, instance, job,
---       then the dead owners' pairs (helpers/dead.lua), if any
+-- ARGV: slot, manual, catch_up, missed, started, skip, lease_ms, history_size, history_ttl_ms, known (flags
+--       0/1, ttl 0 = none) packed as ten little-endian doubles (exact up to 2^53), token, instance, job,
+--       then the dead owners' pairs (helpers/dead.lua), if any. ``known``: the newest scheduled slot this
+--       client was answered about (0: none), so the job's mark is at least that (_known.py).
 -- The numbers travel as one binary string, which struct unpacks in a fraction of what splitting text
 -- costs in Lua, and the record is built here: no JSON to encode on the client. A new grant is answered
 -- with its fencing alone (the client knows the rest), the slot of the dead run it superseded and the
 -- mark it found (each false when there is none); a claim found already decided, with its record.
 local state, runs, order, live, hint = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local slot, manual, catch_up, missed, started, skip, lease, size, ttl = struct.unpack('<ddddddddd', ARGV[1])
+local slot, manual, catch_up, missed, started, skip, lease, size, ttl, known = struct.unpack('<dddddddddd', ARGV[1])
 manual, catch_up, skip = manual == 1, catch_up == 1, skip == 1
 local token, job = ARGV[2], ARGV[4]
 local rid = manual and (num(slot) .. 'm') or num(slot)
@@ -23,6 +24,13 @@ if existing then
 end
 local mark, fencing, won, bad = read_state(state)
 if bad then return redis.error_reply(bad) end
+if not manual and known > 0 and (not mark or mark < known) then
+  -- Redis went back in time (restarted empty or from an old snapshot, keys deleted): this slot may have
+  -- been won before and its record is gone. It is not run; the mark set here loses every other claim of
+  -- it, and the counter goes on from the clock, above the tokens the lost state gave. The next slot runs.
+  redis.call('HSET', state, 'mark', num(math.max(slot, known)), 'fencing', num(math.max(fencing, now_ms())))
+  return {'forgotten'}
+end
 local now = now_ms()
 local dead = read_dead(ARGV, 5)
 -- A late claim was delayed past a newer slot's: too late to run. Overlapped by an older run all

@@ -14,7 +14,10 @@ end
 local lease = string.match(raw, '"lease":(%-?[0-9.eE+]+)[,}]')
 if not lease then return 0 end
 local handed = has(raw, 'handed', 'true') and 'true' or 'false'
-redis.call('HSET', runs, rid, ARGV[3] .. ',"token":' .. token .. ',"lease":' .. lease .. ',"handed":' .. handed .. '}')
+-- ZREM first: a full Redis refuses a script's first write only when it may grow memory (_full.py). A finish
+-- refused leaves the run 'running' until Redis has room: its job's next slots skip for it, and if its
+-- instance stops meanwhile it is taken over and run again.
 redis.call('ZREM', live, rid)
+redis.call('HSET', runs, rid, ARGV[3] .. ',"token":' .. token .. ',"lease":' .. lease .. ',"handed":' .. handed .. '}')
 sync_hint(live, hint, ARGV[4])
 return 1
