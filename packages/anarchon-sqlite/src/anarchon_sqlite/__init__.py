@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from ._errors import DatabaseFileError
+from ._errors import DatabaseFileError, DatabaseFullError
 from ._schema import SCHEMA_VERSION
 from .backend import SQLiteBackend
 
-__all__ = ["SCHEMA_VERSION", "DatabaseFileError", "SQLiteBackend"]
+__all__ = ["SCHEMA_VERSION", "DatabaseFileError", "DatabaseFullError", "SQLiteBackend"]

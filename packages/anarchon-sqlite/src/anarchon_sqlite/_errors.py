@@ -1,10 +1,12 @@
-"""The one error this package adds: a database file that cannot be used."""
+"""The errors this package adds: a database file that cannot be used, or cannot grow."""
 
 from __future__ import annotations
 
+import sqlite3
+
 from anarchon.errors import BackendUnavailableError
 
-__all__ = ["DatabaseFileError"]
+__all__ = ["DatabaseFileError", "DatabaseFullError"]
 
 
 class DatabaseFileError(BackendUnavailableError):
@@ -19,3 +21,18 @@ class DatabaseFileError(BackendUnavailableError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class DatabaseFullError(DatabaseFileError, sqlite3.OperationalError):
+    """The SQLite file cannot grow because its filesystem is full; the message says what to do.
+
+    A :class:`DatabaseFileError` (so a :class:`~anarchon.errors.BackendUnavailableError`)
+    and a ``sqlite3.OperationalError``, so code catching either still catches it.
+    ``sqlite_errorname`` is SQLite's own code (``SQLITE_FULL``, or the I/O error a
+    full filesystem gave), ``free_bytes`` what was free when it was raised.
+    """
+
+    def __init__(self, message: str, *, path: str, code: str, free: int | None) -> None:
+        super().__init__(message, path=path)
+        self.sqlite_errorname = code
+        self.free_bytes = free

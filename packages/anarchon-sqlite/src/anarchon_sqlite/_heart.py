@@ -16,6 +16,7 @@ from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart
 
 from . import _store
 from ._schema import open_store
+from ._space import check_room, no_space
 from ._sql import statement
 from ._waiting import in_turn
 
@@ -47,10 +48,14 @@ class SQLiteHeart(Heart):
         return self._conn
 
     def _write(self, body: _store.Body[Beat | None]) -> Beat | None:
+        check_room(self._path)  # the scheduler's connection and this one see one full filesystem (_space)
         conn = self._connection()
         try:
             return in_turn(self._path, self._timeout_s, lambda: _store.transaction(conn, body, self._clock))
-        except sqlite3.Error:
+        except sqlite3.Error as exc:
+            full = no_space(self._path, exc)
+            if full is not None:
+                raise full from exc  # the transaction rolled back; the connection is sound
             self._conn = None  # reopen on the next beat
             conn.close()
             raise

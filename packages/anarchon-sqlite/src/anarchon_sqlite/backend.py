@@ -28,6 +28,7 @@ from ._registry import RegistryMixin
 from ._revive import ReviveMixin
 from ._schedules import SchedulesMixin
 from ._schema import SYNCHRONOUS_MODES, open_store
+from ._space import check_room, no_space
 from ._waiting import in_turn, is_busy
 
 if TYPE_CHECKING:
@@ -212,14 +213,14 @@ class SQLiteBackend(
         except sqlite3.Error as exc:
             # aiosqlite stops its thread on its own; wait for it while this loop still runs to hear back
             await asyncio.to_thread(conn._thread.join, 5.0)
-            raise self._unopenable(exc) from exc
+            raise (no_space(self.path, exc) or self._unopenable(exc)) from exc
         try:
             await _on_thread(conn, lambda raw: self._open_store(raw))
         except sqlite3.OperationalError as exc:
             await conn.close()
             if is_busy(exc):
                 raise
-            raise self._unopenable(exc) from exc
+            raise (no_space(self.path, exc) or self._unopenable(exc)) from exc
         except BaseException:
             await conn.close()
             raise
@@ -271,11 +272,16 @@ class SQLiteBackend(
                     "will retry it. If it keeps happening, raise busy_timeout_ms or look for a process that "
                     "keeps the file locked"
                 ) from exc
+            full = no_space(self.path, exc)
+            if full is not None:
+                # The connection is sound (the transaction rolled back whole); only the disk is not.
+                raise full from exc
             self._broken = True  # reopen on the next call: the contract asks backends to recover
             raise
         return result
 
     async def _write(self, body: _store.Body[T]) -> T:
+        check_room(self.path)  # a full filesystem refuses every write alike, until there is room (_space)
         clock = self._clock
         path, timeout_s = self.path, self.busy_timeout_ms / 1000
         return await self._call(lambda conn: in_turn(path, timeout_s, lambda: _store.transaction(conn, body, clock)))
@@ -315,4 +321,7 @@ class SQLiteBackend(
     async def marks(self, jobs: Sequence[Job]) -> dict[str, int | None]:
         if not jobs:
             return {}
+        # Only the scheduler's recovery and catch-up read marks, to claim with them: while the
+        # filesystem is full that answer would end the outage for claims that cannot be written.
+        check_room(self.path)
         return await self._call(lambda conn: _store.marks(conn, jobs))
