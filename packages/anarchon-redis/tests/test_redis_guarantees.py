@@ -56,7 +56,9 @@ async def test_an_eviction_policy_that_can_drop_a_claim_is_named(private_server)
 
 async def test_replicas_that_claims_do_not_wait_for_are_named_and_min_replicas_clears_it(replicated):
     primary, replica = replicated
-    found = (await _report(primary.url))["replicas"]
+    found = (await _report(primary.url))["replicas"]  # min_replicas=auto, the default: waits for one
+    assert found.ok and "one of 1 replica(s) has it (min_replicas auto)" in found.detail
+    found = (await _report(primary.url + "?min_replicas=0"))["replicas"]
     assert not found.ok and found.detail.startswith("1 replica(s), and claims do not wait for them")
     assert "min_replicas=1" in found.fix
     found = (await _report(primary.url + "?min_replicas=1"))["replicas"]

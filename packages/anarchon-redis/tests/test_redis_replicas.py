@@ -10,13 +10,15 @@ which is what a failover after a primary's crash loses.
 from __future__ import annotations
 
 import signal
+import time
+import uuid
 from typing import Any
 
 import pytest
 import redis
 
 from anarchon.backend import Outcome
-from anarchon_redis import RedisBackend
+from anarchon_redis import RedisBackend, _replicas
 
 pytestmark = pytest.mark.slow
 
@@ -72,13 +74,13 @@ async def test_a_claim_the_replica_acknowledged_is_won_and_survives_promotion(re
 
 
 async def test_without_min_replicas_a_promoted_replica_grants_a_won_slot_again(replicated, make_job, claim):
-    """The failure the option exists for, shown on purpose: the default does not wait for the replica."""
+    """The failure the option exists for, shown on purpose: min_replicas=0 does not wait for the replica."""
     primary, replica = replicated
     job = make_job("sync")
     assert replica.proc is not None
     replica.proc.send_signal(signal.SIGSTOP)
     _cut_replication(primary)  # what asynchronous replication had not sent yet when the primary died
-    a = RedisBackend(url=primary.url, prefix="t:rep:")
+    a = RedisBackend(url=primary.url, prefix="t:rep:", min_replicas=0)
     await a.start()
     try:
         (first,) = await a.claim([claim(job, 1000, "a")])
@@ -95,6 +97,44 @@ async def test_without_min_replicas_a_promoted_replica_grants_a_won_slot_again(r
         assert second.outcome is Outcome.WON  # a second winner of slot 1000: the duplicate WAIT prevents
     finally:
         await b.close()
+
+
+async def test_by_default_claims_wait_for_a_replica_while_the_server_has_or_just_had_one(
+    replicated, redis_url, make_job, claim, monkeypatch
+):
+    """min_replicas="auto": WAIT for one replica while the primary has one, and a while after it left."""
+    monkeypatch.setattr(_replicas, "STICKY_S", 1.5)  # 60 s by default: a switch-over's length
+    primary, replica = replicated
+    assert replica.proc is not None
+    shared = f"t:rep-alone-{uuid.uuid4().hex[:8]}:"
+    alone = RedisBackend(url=redis_url, prefix=shared)  # the shared server has never had a replica
+    a = RedisBackend(url=primary.url, prefix="t:rep:")
+    await alone.start()
+    await a.start()
+    try:
+        assert a.min_replicas is None and alone.min_replicas is None  # auto
+        assert (await alone.claim([claim(make_job("alone"), 1000, "a")]))[0].outcome is Outcome.WON
+        (acked,) = await a.claim([claim(make_job("acked"), 1000, "a")])
+        assert acked.outcome is Outcome.WON
+        replica.proc.send_signal(signal.SIGSTOP)
+        (held,) = await a.claim([claim(make_job("held"), 1000, "a")])
+        assert held.outcome is Outcome.UNKNOWN, "the default did not wait for the connected replica"
+        _cut_replication(primary)  # the paused replica cannot connect again: the primary has none now
+        outcomes: list[Outcome] = []
+        deadline = time.monotonic() + 10
+        while not outcomes or outcomes[-1] is not Outcome.WON:
+            assert time.monotonic() < deadline, f"claims still wait for a replica long gone: {outcomes}"
+            (result,) = await a.claim([claim(make_job(f"after-{len(outcomes)}"), 1000, "a")])
+            outcomes.append(result.outcome)
+        # Right after the replica left, claims still waited (the old primary of a switch-over), then not.
+        assert outcomes[0] is Outcome.UNKNOWN, outcomes
+    finally:
+        replica.proc.send_signal(signal.SIGCONT)
+        await a.close()
+        keys = [k async for k in alone._redis().scan_iter(match=f"{shared}*")]
+        if keys:
+            await alone._redis().delete(*keys)
+        await alone.close()
 
 
 async def test_a_claim_the_replica_did_not_acknowledge_is_unknown_and_never_granted_twice(replicated, make_job, claim):

@@ -31,7 +31,8 @@ class CallsMixin:
     """Mixed into :class:`~anarchon_redis.RedisBackend`."""
 
     cluster: bool
-    min_replicas: int
+    min_replicas: int | None
+    _replica_watch: _replicas.ReplicaWatch
     replica_timeout_ms: int
     _keys: Keyspace
     _full: Full
@@ -69,9 +70,15 @@ class CallsMixin:
 
     async def _calls_waited(self, calls: Sequence[Call], *, strict: int | None = None) -> tuple[list[Any], list[bool]]:
         """:meth:`_calls`, and per call whether its write reached ``min_replicas`` (``WAIT``, :mod:`._replicas`)."""
-        if not self.min_replicas:
+        wait = self.min_replicas
+        if wait is None:  # "auto": one replica while one is connected (no wait on a cluster)
+            wait = 0 if self.cluster else self._replica_watch.wait_for(self._redis())
+        if not wait:
             return await self._calls(calls, strict=strict), [True] * len(calls)
-        return await self._piped(calls, strict, self.min_replicas)
+        results, reached = await self._piped(calls, strict, wait)
+        if not all(reached):
+            self._replica_watch.stale()
+        return results, reached
 
     async def _piped(self, calls: Sequence[Call], strict: int | None, wait: int) -> tuple[list[Any], list[bool]]:
         results, reached = await self._pipeline([(s.sha, k, a, False) for s, k, a in calls], wait)

@@ -12,7 +12,7 @@ A claim is a key written by a script; it is as safe as that key:
   (``appendfsync everysec``);
 * an **eviction policy** other than ``noeviction`` drops keys when memory is
   full, a claim record among them;
-* **replicas** that claims do not wait for (``min_replicas=0``) can lack the
+* **replicas** that claims do not wait for (``min_replicas=0``, or ``auto`` on a cluster) can lack the
   last claims when one of them is promoted: those slots run twice.
 
 ``INFO`` on each primary (on a cluster, every primary) and ``CONFIG GET`` for
@@ -34,8 +34,16 @@ __all__ = ["GuaranteesMixin", "node_findings"]
 _REPLICAS_FIX = "set min_replicas=1 (?min_replicas=1 in the URL): each claim then waits for a replica with WAIT"
 
 
-def _replicas(info: dict[str, Any], min_replicas: int) -> Finding:
+def _replicas(info: dict[str, Any], min_replicas: int | None) -> Finding:
     n = int(info.get("connected_slaves", 0))
+    if min_replicas is None and n:
+        return Finding(
+            "replicas",
+            True,
+            f"each claim waits until one of {n} replica(s) has it (min_replicas auto): a promoted replica that "
+            "acknowledged holds every claim",
+        )
+    min_replicas = min_replicas or 0
     if min_replicas and n < min_replicas:
         return Finding(
             "replicas",
@@ -119,7 +127,7 @@ def _eviction(info: dict[str, Any]) -> Finding:
     )
 
 
-def node_findings(info: dict[str, Any], config: dict[str, str] | str, min_replicas: int) -> list[Finding]:
+def node_findings(info: dict[str, Any], config: dict[str, str] | str, min_replicas: int | None) -> list[Finding]:
     """The findings for one server's ``INFO`` and ``CONFIG GET`` answers (the error text if refused)."""
     if info.get("role") == "slave":
         return [
@@ -145,7 +153,7 @@ async def _config(client: Any, **target: Any) -> dict[str, str] | str:
 class GuaranteesMixin:
     """``guarantees()`` for :class:`~anarchon_redis.RedisBackend`."""
 
-    min_replicas: int
+    min_replicas: int | None
 
     if TYPE_CHECKING:  # the backend's own, used here
 
@@ -156,8 +164,9 @@ class GuaranteesMixin:
         if not isinstance(client, RedisCluster):
             return node_findings(await client.info(), await _config(client), self.min_replicas)
         out = []
+        waits = self.min_replicas or 0  # "auto" does not wait on a cluster (_replicas.py)
         for node in client.get_primaries():
             info = await client.info(target_nodes=node)
-            for f in node_findings(info, await _config(client, target_nodes=node), self.min_replicas):
+            for f in node_findings(info, await _config(client, target_nodes=node), waits):
                 out.append(Finding(f.topic, f.ok, f"node {node.name}: {f.detail}", f.fix))
         return out

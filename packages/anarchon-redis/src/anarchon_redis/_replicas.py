@@ -12,17 +12,102 @@ the caller counts that claim as unknown, which never runs. ``WAIT`` narrows
 the window; it does not make Redis strongly consistent (a failover can still
 pick a replica that had not acknowledged yet, when fewer than ``n`` were asked
 for than exist).
+
+``min_replicas="auto"``, the default, waits for one replica while the server
+has one connected, or had one within :data:`STICKY_S` (``INFO replication``,
+read at start, every :data:`WATCH_PERIOD_S` and after any ``WAIT`` that fell
+short), and for none otherwise: with the old default of 0, a replica promoted after a crash lacked
+the last claims and 61 slots ran twice in the failover scenario; a fixed 1 on
+a server left without a replica made every claim unknown. On a cluster
+``auto`` does not wait (its failovers in the scenario ran nothing twice); set
+a number there to wait.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
 from typing import Any, Union
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-__all__ = ["Command", "pipeline"]
+__all__ = ["AUTO", "Command", "ReplicaWatch", "check_min_replicas", "check_replica_timeout", "pipeline"]
+
+#: ``min_replicas`` that follows the server: one replica while one is connected, else none.
+AUTO = "auto"
+#: How often ``auto`` reads how many replicas the server has.
+WATCH_PERIOD_S = 1.0
+#: How long ``auto`` keeps waiting for a replica after the server's last one left (a switch-over's length).
+STICKY_S = 60.0
+
+
+def check_min_replicas(value: object) -> int | None:
+    """``min_replicas`` checked: a count of replicas, or ``None`` for ``"auto"``."""
+    if value is None or value == AUTO:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"min_replicas={value!r} must be 'auto' (the default: wait for a replica while one is connected) or "
+            "a non-negative integer: the replicas a claim must reach before it counts as won (0 never waits)"
+        )
+    return value
+
+
+def check_replica_timeout(value: object) -> int:
+    """``replica_timeout_ms`` checked: how long a ``WAIT`` may block."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"replica_timeout_ms={value!r} must be a positive integer (milliseconds WAIT blocks for min_replicas "
+            "before the claim counts as unknown)"
+        )
+    return value
+
+
+class ReplicaWatch:
+    """How many replicas ``min_replicas="auto"`` waits for: 1 while the server has or just had one, else 0.
+
+    "Just had" matters: a replica promoted in a switch-over leaves the old
+    primary without a replica while some clients still write to it, and not
+    waiting then ran 35 slots twice in the failover scenario. So a replication
+    history (``master_replid``) once seen with a replica keeps claims waiting
+    for :data:`STICKY_S` after the last one left; a promoted replica starts a
+    new history and waits only once a replica of its own connects.
+    """
+
+    def __init__(self) -> None:
+        self.connected = 0
+        self._replid = ""
+        #: Each replication history seen with a replica, and when one was last seen connected to it.
+        self._seen: dict[str, float] = {}
+        self._checked: float | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def wait_for(self, client: Client) -> int:
+        """The replicas to wait for now; reads the server again (in the background) when due."""
+        now = time.monotonic()
+        due = self._checked is None or now - self._checked > WATCH_PERIOD_S
+        if due and (self._task is None or self._task.done()):
+            self._task = asyncio.get_running_loop().create_task(self.refresh(client))
+        last = self._seen.get(self._replid)
+        return 1 if self.connected or (last is not None and now - last < STICKY_S) else 0
+
+    def stale(self) -> None:
+        """A ``WAIT`` fell short: the replica may be gone (promoted, stopped); read the server at the next call."""
+        self._checked = None
+
+    async def refresh(self, client: Client) -> None:
+        self._checked = time.monotonic()
+        try:
+            info = await client.info("replication")
+        except Exception:  # the claims themselves say what is wrong with the server
+            return
+        self.connected = int(info.get("connected_slaves", 0))
+        self._replid = str(info.get("master_replid", ""))
+        if self.connected:
+            self._seen[self._replid] = time.monotonic()
+
 
 Client = Union["Redis", "RedisCluster"]
 #: (script body or SHA, keys, args, whether ``body`` is the source)

@@ -19,6 +19,12 @@ from anarchon.urls import UrlOptions, boolean, integer, read_url_options, redact
 
 __all__ = ["DRIVER_KEYS", "URL_OPTIONS", "read_redis_url"]
 
+
+def replicas(value: str) -> int | str:
+    """``auto`` (the default: a replica while one is connected) or a whole number of replicas."""
+    return value if value == "auto" else integer(value)
+
+
 SCHEMES = ("redis", "rediss")
 
 #: RedisBackend's options a URL may set, each with the conversion of its text.
@@ -27,7 +33,7 @@ URL_OPTIONS = {
     "cluster": boolean,
     "sweep_ms": integer,
     "connect_timeout_ms": integer,
-    "min_replicas": integer,
+    "min_replicas": replicas,
     "replica_timeout_ms": integer,
 }
 

@@ -56,6 +56,7 @@ from ._known import KnownJobs
 from ._names import Keyspace, check_prefix, run_id
 from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, job_failed, mark_of, text
 from ._registry import RegistryMixin
+from ._replicas import ReplicaWatch, check_min_replicas, check_replica_timeout
 from ._revive import ReviveMixin
 from ._stored import StoredMixin
 from ._url import read_redis_url
@@ -122,7 +123,7 @@ class RedisBackend(
         cluster: bool | None = None,
         sweep_ms: int = 60_000,
         connect_timeout_ms: int = 5_000,
-        min_replicas: int = 0,
+        min_replicas: int | str = "auto",
         replica_timeout_ms: int = 100,
     ) -> None:
         found = read_redis_url(url)
@@ -130,7 +131,7 @@ class RedisBackend(
         cluster = found.pick("cluster", cluster, None)
         sweep_ms = found.pick("sweep_ms", sweep_ms, 60_000)
         connect_timeout_ms = found.pick("connect_timeout_ms", connect_timeout_ms, 5_000)
-        min_replicas = found.pick("min_replicas", min_replicas, 0)
+        min_replicas = found.pick("min_replicas", min_replicas, "auto")
         replica_timeout_ms = found.pick("replica_timeout_ms", replica_timeout_ms, 100)
         self._keys = Keyspace(check_prefix(prefix))
         self._known = KnownJobs()
@@ -151,20 +152,11 @@ class RedisBackend(
         for option, value in (("sweep_ms", sweep_ms), ("connect_timeout_ms", connect_timeout_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{option}={value!r} must be a positive integer (milliseconds)")
-        if isinstance(min_replicas, bool) or not isinstance(min_replicas, int) or min_replicas < 0:
-            raise ValueError(
-                f"min_replicas={min_replicas!r} must be a non-negative integer: the replicas a claim must reach "
-                "before it counts as won (0, the default, does not wait)"
-            )
-        if isinstance(replica_timeout_ms, bool) or not isinstance(replica_timeout_ms, int) or replica_timeout_ms < 1:
-            raise ValueError(
-                f"replica_timeout_ms={replica_timeout_ms!r} must be a positive integer (milliseconds WAIT blocks "
-                "for min_replicas before the claim counts as unknown)"
-            )
         self.prefix = prefix
         self.cluster = cluster
-        self.min_replicas = min_replicas
-        self.replica_timeout_ms = replica_timeout_ms
+        self.min_replicas = check_min_replicas(min_replicas)  # None: "auto" (_replicas.py)
+        self._replica_watch = ReplicaWatch()
+        self.replica_timeout_ms = check_replica_timeout(replica_timeout_ms)
         self.sweep_ms = sweep_ms
         self.connect_timeout_ms = connect_timeout_ms
         self._client: Client | None = client
@@ -186,7 +178,7 @@ class RedisBackend(
 
     def __repr__(self) -> str:
         where = f"client=<{type(self._client).__name__}>" if not self._owns_client else f"url={redact_url(self._url)!r}"
-        waits = f", min_replicas={self.min_replicas}" if self.min_replicas else ""
+        waits = f", min_replicas={self.min_replicas}" if self.min_replicas is not None else ""
         return f"RedisBackend({where}, prefix={self.prefix!r}, cluster={self.cluster}{waits})"
 
     # -- connection ---------------------------------------------------------
@@ -209,6 +201,8 @@ class RedisBackend(
                 f"within {self.connect_timeout_ms} ms ({type(exc).__name__}: {exc}); check that the server runs "
                 "and the URL, password and TLS settings are right"
             ) from exc
+        if self.min_replicas is None and not self.cluster:
+            await self._replica_watch.refresh(self._redis())  # the first claims already wait if they must
 
     async def close(self) -> None:
         await self._batch.drain()
