@@ -34,10 +34,8 @@ import asyncpg  # type: ignore[import-untyped]
 
 from anarchon.errors import BackendUnavailableError
 
-__all__ = ["LIMITS_SQL", "NoFreeConnection", "capped", "own_connection"]
+__all__ = ["NoFreeConnection", "capped", "own_connection"]
 
-#: What start() reads beside the schema: the server's limit, for the message (any role may read it).
-LIMITS_SQL = "SELECT current_setting('max_connections')::int"
 #: How often a call waiting for one of the pool's own connections looks whether one came back.
 _POLL_S = 0.005
 #: The pool going on with what it holds is logged at most this often (seconds).

@@ -20,7 +20,6 @@ from anarchon.run import Run, datetime_to_ms
 from ._backfill import BackfillMixin, BackfillStatements
 from ._calls import UNREACHABLE, CallsMixin
 from ._control import ControlMixin
-from ._full import LIMITS_SQL
 from ._guarantees import GuaranteesMixin
 from ._heart import PostgresHeart
 from ._records import batch_args, claim_args, claim_result, finish_args
@@ -29,6 +28,7 @@ from ._revive import ReviveMixin
 from ._schedules import SchedulesMixin
 from ._schema import (
     SCHEMA_VERSION,
+    _resource,
     check_schema_name,
     ensure_schema,
     installed_version,
@@ -145,7 +145,7 @@ class PostgresBackend(
         try:
             async with self._pool.acquire(timeout=self._timeout) as conn:
                 await ensure_schema(conn, self.schema)
-                self._max_connections = await conn.fetchval(LIMITS_SQL, timeout=self._timeout)
+                self._max_connections = await conn.fetchval(_resource("max_connections.sql"), timeout=self._timeout)
             self._read_only, self.schema_version = False, SCHEMA_VERSION
         except asyncpg.TooManyConnectionsError as exc:  # a caller's pool, opening its first connection
             await self._drop_own_pool()
