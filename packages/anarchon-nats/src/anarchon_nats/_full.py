@@ -214,6 +214,11 @@ class Outage:
         if full is None:
             return list(acks)
         assert isinstance(full, APIError)
+        if self._since is None:
+            # A finish refused first starts the outage as a claim does: without its last sequence, the
+            # stale duplicates that follow read as the stream storing again, and the outage was logged twice.
+            self._since, self._cause = time.monotonic(), full
+            self._texts.clear()
         error = await self.error(js, full)
         return [error if is_full(a) else a for a in acks]
 
