@@ -321,3 +321,79 @@ def test_fleet_jobs_and_pause_know_stored_schedules(tmp_path: Any, capsys: pytes
     assert (jobs["t-5"]["stored"], jobs["t-5"]["instances"], jobs["ping"]["stored"]) == (True, 1, False)
     code, _, err = _cli(capsys, "pause", "--backend", url, "t-5")
     assert code == 0, err
+
+
+async def test_interval_and_one_time_schedules_through_the_api() -> None:
+    async with Schedules(MemoryBackend(), by="ops@test") as schedules:
+        added = await schedules.add("tick", task="report", every="90s")
+        assert added.cron == "@every 90s"
+        later = added.next_slot_ms(1_790_000_000_000)
+        assert later is not None and later % 90_000 == 0
+        with pytest.raises(InvalidJobError, match="exactly one of cron, every or at") as caught:
+            await schedules.add("both", task="report", cron="0 * * * *", every="90s")
+        assert caught.value.option == "cron"
+        with pytest.raises(InvalidJobError, match="has no slot after now") as caught:
+            await schedules.add("past", task="report", at="2020-01-01T00:00:00Z")
+        assert caught.value.option == "at"
+        changed = await schedules.set("tick", every="2m")
+        assert changed.cron == "@every 2m"
+        with pytest.raises(InvalidJobError, match="has no slot after now"):
+            await schedules.set("tick", at="2020-01-01T00:00:00Z")
+        assert (await schedules.get("tick")).revision == changed.revision, "a refused change was written"
+        once = await schedules.set("tick", at="2999-01-01T00:00:00+01:00")
+        assert (once.cron, await schedules.set("tick", kwargs={"tenant": 1}) is not None) == (
+            "@at 2999-01-01T00:00:00+01:00",
+            True,
+        )
+        assert [s.name for s in await schedules.list()] == ["tick"], "a refused add reached the backend"
+
+
+async def test_a_fleet_runs_an_interval_on_its_grid_and_a_one_time_schedule_once() -> None:
+    fleet = Fleet()
+    a, _, _ = await fleet.start(3)
+    try:
+        at_ms = (int(time.time()) + 3) * 1000
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at_ms / 1000))
+        await a.schedules.add("every-2s", task="report", every="2s", kwargs={"tenant": 2}, options={"jitter_ms": 0})
+        await a.schedules.add("once", task="report", at=at, kwargs={"tenant": 1})
+        await eventually(lambda: ("once", at_ms) in fleet.ran, timeout_s=10, what="the one-time run")
+        await eventually(lambda: sum(1 for j, _ in fleet.ran if j == "every-2s") >= 3, timeout_s=10, what="3 ticks")
+        await asyncio.sleep(2.5)  # no event marks an absence: another instance's claim of "once" comes within 2 s
+    finally:
+        await fleet.stop()
+    assert max(fleet.ran.values()) == 1, f"a slot ran twice: {[k for k, n in fleet.ran.items() if n > 1]}"
+    assert [slot for job, slot in fleet.ran if job == "once"] == [at_ms]
+    ticks = [slot for job, slot in fleet.ran if job == "every-2s"]
+    assert all(slot % 2000 == 0 for slot in ticks), ticks
+
+
+def test_the_cli_takes_every_and_at_and_list_shows_the_next_slot(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = ["--backend", f"sqlite:///{tmp_path / 'fixed.sqlite3'}"]
+    code, out, err = _cli(capsys, "schedules", "add", "tick", "--task", "report", "--every", "90s", "--json", *b)
+    assert code == 0, err
+    assert json.loads(out)["cron"] == "@every 90s"
+    code, _, err = _cli(
+        capsys, "schedules", "add", "x", "--task", "report", "--every", "90s", "--cron", "* * * * *", *b
+    )
+    assert code == 2 and "not allowed with argument" in err
+    code, _, err = _cli(capsys, "schedules", "add", "x", "--task", "report", "--at", "2020-01-01T00:00:00Z", *b)
+    assert code == 2 and "has no slot after now" in err
+    code, _, err = _cli(capsys, "schedules", "set", "tick", "--at", "2999-12-24T18:00:00+01:00", *b)
+    assert code == 0, err
+    path = tmp_path / "fixed.toml"
+    path.write_text(
+        '["ran"]\ntask = "report"\nat = "2020-01-01T00:00:00Z"\n\n["grid"]\ntask = "report"\nevery = "15m"\n'
+    )
+    code, out, err = _cli(capsys, "schedules", "apply", str(path), *b)
+    assert code == 0, err
+    assert "+ grid: task=report cron='@every 15m'" in out, out
+    code, out, _ = _cli(capsys, "schedules", "list", "--json", *b)
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["tick"]["next_slot"] == "2999-12-24T17:00:00Z" and rows["ran"]["next_slot"] is None
+    code, out, _ = _cli(capsys, "schedules", "list", *b)
+    assert "none (its time has passed)" in out
+    path.write_text('["both"]\ntask = "report"\ncron = "0 1 * * *"\nevery = "1h"\n')
+    code, _, err = _cli(capsys, "schedules", "apply", str(path), *b)
+    assert code == 2 and "schedule 'both'" in err and "exactly one of cron, every or at" in err, err

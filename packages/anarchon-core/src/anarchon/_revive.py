@@ -46,8 +46,11 @@ def revival_plan(job: Job, dead_slot_ms: int, before_ms: int, now_ms: int) -> li
         return []
     slots: list[int] = []
     moment = max(dead_slot_ms, now_ms - opts.max_late_ms - 1)
-    while len(slots) < MAX_LOOKED_AT and (moment := job.schedule.next_after(moment)) < before_ms:
-        slots.append(moment)
+    while len(slots) < MAX_LOOKED_AT:
+        found = job.next_slot_ms(moment)
+        if found is None or found >= before_ms:
+            break
+        slots.append(moment := found)
     if not slots:
         return []
     if opts.catch_up == "coalesce":

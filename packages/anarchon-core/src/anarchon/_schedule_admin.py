@@ -7,6 +7,8 @@ refused (:class:`~anarchon.errors.ScheduleConflictError`), never overwritten.
 Where the backend keeps a fleet registry and instances are live, a schedule
 may not take a code job's name, and must name a task some live instance has
 (``force=True`` stores it anyway, for a task a release about to roll out brings).
+A one-time schedule (``at``) whose time has passed is refused too, unless
+``force=True``: ``apply`` passes it, since a file may keep one that ran.
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ from .backend import Backend
 from .errors import InvalidJobError, JobNotFoundError, ScheduleConflictError
 from .fleet import read_fleet
 from .options import check_job_name
-from .schedules import ScheduleChange, StoredSchedule, check_kwargs, check_schedule, default_actor
+from .schedules import (
+    ScheduleChange,
+    StoredSchedule,
+    check_kwargs,
+    check_not_passed,
+    check_schedule,
+    default_actor,
+    schedule_text,
+)
 
 __all__ = ["Schedules", "SyncSchedules"]
 
@@ -111,7 +121,9 @@ class Schedules:
         name: str,
         *,
         task: str,
-        cron: str,
+        cron: str | None = None,
+        every: str | None = None,
+        at: str | None = None,
         timezone: str | None = None,
         kwargs: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
@@ -120,11 +132,17 @@ class Schedules:
         by: str | None = None,
         force: bool = False,
     ) -> StoredSchedule:
-        """Store a new schedule; a schedule of that name must not exist (else a conflict)."""
+        """Store a new schedule; a schedule of that name must not exist (else a conflict).
+
+        It runs on a ``cron``, an interval (``every="90s"``: a grid from the
+        epoch) or once (``at``, an ISO time in the future): exactly one of them.
+        """
         opts = dict(options or {})
         if timezone is not None:
             opts["timezone"] = timezone
-        schedule = self._new(name, task, cron, kwargs or {}, opts, origin, by)
+        schedule = self._new(name, task, schedule_text(cron=cron, every=every, at=at), kwargs or {}, opts, origin, by)
+        if not force:
+            check_not_passed(schedule, _now_ms())
         async with self._backend() as backend:
             await self._check_fleet(backend, schedule, force)
             return await self._write(backend, None, schedule, 0, "add", reason)
@@ -135,6 +153,8 @@ class Schedules:
         *,
         task: str = _KEEP,
         cron: str = _KEEP,
+        every: str | None = None,
+        at: str | None = None,
         timezone: str | None = _KEEP,
         kwargs: Mapping[str, Any] = _KEEP,
         options: Mapping[str, Any | None] | None = None,
@@ -147,8 +167,14 @@ class Schedules:
         """Change the fields given; ``options`` merges (a ``None`` value removes an option).
 
         Written against the revision read (or ``if_revision``): a change made
-        in between is refused, not overwritten.
+        in between is refused, not overwritten. ``every`` or ``at`` replaces
+        the cron as :meth:`add` reads them.
         """
+        if every is not None or at is not None or cron is not _KEEP:
+            cron = schedule_text(cron=None if cron is _KEEP else cron, every=every, at=at)
+            when_changed = True
+        else:
+            when_changed = False
         async with self._backend() as backend:
             found = await backend.schedule(check_job_name(name))
             if found is None:
@@ -170,6 +196,8 @@ class Schedules:
                 before.origin if origin is _KEEP else origin,
                 by,
             )
+            if when_changed and after.cron != before.cron and not force:
+                check_not_passed(after, _now_ms())
             if after.task != before.task:
                 await self._check_fleet(backend, after, force)
             return await self._write(backend, before, after, before.revision, "set", reason)

@@ -1,8 +1,9 @@
 """``anarchon schedules apply FILE``: make the stored schedules what a file in git says.
 
 The file (TOML, or YAML with PyYAML installed) has one table per schedule,
-named by the schedule: ``task``, ``cron`` and optionally ``timezone``,
-``kwargs`` and ``options``. Every entry is checked before anything is
+named by the schedule: ``task``, one of ``cron``, ``every`` (an interval,
+``"90s"``) or ``at`` (one ISO time), and optionally ``timezone``, ``kwargs``
+and ``options``. Every entry is checked before anything is
 written: one bad entry changes nothing and is named. The plan (added,
 changed field by field, removed with ``prune``) is computed against what is
 stored, then made one schedule at a time, each against the revision it was
@@ -22,11 +23,11 @@ from typing import Any
 
 from ._schedule_admin import Schedules
 from .errors import InvalidJobError
-from .schedules import ScheduleChange, StoredSchedule, check_schedule
+from .schedules import ScheduleChange, StoredSchedule, check_schedule, schedule_text
 
 __all__ = ["Plan", "apply_plan", "load_file", "plan"]
 
-_FIELDS = ("task", "cron", "timezone", "kwargs", "options")
+_FIELDS = ("task", "cron", "every", "at", "timezone", "kwargs", "options")
 
 
 def _parse(path: Path) -> Any:
@@ -69,9 +70,8 @@ def load_file(path: Path, schedules: Schedules) -> dict[str, StoredSchedule]:
         if entry.get("timezone") is not None:
             options["timezone"] = entry["timezone"]
         try:
-            task, cron = entry.get("task"), entry.get("cron")
-            if not isinstance(cron, str):
-                raise InvalidJobError(f"cron={cron!r} must be a cron expression string", option="cron", value=cron)
+            task = entry.get("task")
+            cron = schedule_text(cron=entry.get("cron"), every=entry.get("every"), at=entry.get("at"))
             schedule = StoredSchedule(str(name), str(task or ""), cron, entry.get("kwargs") or {}, options, "apply")
             check_schedule(schedules.backend, schedule)
         except InvalidJobError as exc:

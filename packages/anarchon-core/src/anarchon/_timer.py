@@ -77,6 +77,8 @@ class SlotTimer:
     def schedule(self, job: Job, after_ms: int) -> None:
         """Queue the job's first slot after ``after_ms``, with a fresh jitter."""
         slot = job.next_slot_ms(after_ms)
+        if slot is None:  # an @at that has passed: nothing more to claim
+            return
         jitter = random.randrange(job.options.jitter_ms) if job.options.jitter_ms else 0
         self._seq += 1
         heapq.heappush(self._heap, Due(slot + jitter, self._seq, job.name, slot, self._registry.generation(job.name)))

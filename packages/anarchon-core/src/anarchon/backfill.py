@@ -85,10 +85,10 @@ def plan_backfill(job: Job, start_ms: int, end_ms: int, now_ms: int, history: Se
     slots: list[int] = []
     moment = start_ms - 1
     while len(slots) <= MAX_SLOTS:
-        moment = job.next_slot_ms(moment)
-        if moment > end_ms:
+        found = job.next_slot_ms(moment)
+        if found is None or found > end_ms:
             break
-        slots.append(moment)
+        slots.append(moment := found)
     if len(slots) > MAX_SLOTS:
         raise BackfillError(
             f"the range holds more than {MAX_SLOTS} slots of job {job.name!r}: split it into smaller ranges",

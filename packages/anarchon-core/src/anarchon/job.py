@@ -88,8 +88,14 @@ class Job:
     def timezone(self) -> str:
         return self.options.timezone
 
-    def next_slot_ms(self, after_ms: int) -> int:
-        return self.schedule.next_after(after_ms)
+    def next_slot_ms(self, after_ms: int) -> int | None:
+        """The first slot strictly after ``after_ms``; None when the schedule has no more (an ``@at`` that passed)."""
+        return self.schedule.next_or_none(after_ms)
+
+    def next_slot(self, after_ms: int) -> datetime | None:
+        """:meth:`next_slot_ms` as a UTC datetime."""
+        slot = self.next_slot_ms(after_ms)
+        return None if slot is None else ms_to_datetime(slot)
 
     def slots(self, after: datetime | None = None, count: int = 10) -> list[datetime]:
         """The next ``count`` slots strictly after ``after`` (now by default), in UTC.
@@ -113,12 +119,12 @@ class Job:
         A claim delayed by more than the gap to the next slot would come after
         that slot's claim and lose by the mark rule. The default jitter is
         therefore at most a quarter of the shortest gap; an explicit one must
-        be shorter than the gap. Only a schedule with a seconds field can have
-        gaps under a minute, so a five-field one is probed only when an
-        explicit jitter reaches a minute.
+        be shorter than the gap. Only a schedule with a seconds field or an
+        ``@every`` can have gaps under a minute, so a five-field one is probed
+        only when an explicit jitter reaches a minute.
         """
         jitter = self.options.jitter_ms
-        six_fields = len(self.cron.split()) >= 6
+        six_fields = len(self.cron.split()) >= 6 or self.schedule.fixed
         if not jitter or not (six_fields or (explicit and jitter >= 60_000)):
             return self
         shortest = self.shortest_interval_ms()

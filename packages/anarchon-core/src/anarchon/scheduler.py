@@ -61,7 +61,6 @@ from .job import Job
 from .observers import Observers
 from .options import check_job_name
 from .plugins import PluginManager
-from .run import ms_to_datetime
 
 __all__ = ["Scheduler"]
 
@@ -284,8 +283,9 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
         self.backend = resolved
         self._wire()
 
-    def next_slot(self, name: str) -> datetime:
-        return ms_to_datetime(self._registry.get(name).next_slot_ms(self.clock.now_ms()))
+    def next_slot(self, name: str) -> datetime | None:
+        """The job's next slot after now, in UTC; None when it has no more (an ``@at`` that has passed)."""
+        return self._registry.get(name).next_slot(self.clock.now_ms())
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from ._build import build_job
 from .backend import Backend
+from .cron import Schedule
 from .errors import InvalidJobError
 from .options import check_job_name
 
@@ -42,8 +43,10 @@ __all__ = [
     "ScheduleChange",
     "StoredSchedule",
     "check_kwargs",
+    "check_not_passed",
     "check_schedule",
     "default_actor",
+    "schedule_text",
 ]
 
 #: How often each instance reads the backend's schedule counter (one small read).
@@ -102,6 +105,39 @@ def check_kwargs(name: str, kwargs: object) -> dict[str, Any]:
     return loaded
 
 
+def schedule_text(*, cron: str | None = None, every: str | None = None, at: str | None = None) -> str:
+    """The schedule a stored record keeps, from exactly one of a cron, an interval or one time.
+
+    ``every="90s"`` is ``"@every 90s"`` and ``at="2026-12-24T18:00:00+01:00"``
+    is ``"@at …"`` (:mod:`anarchon.cron.fixed`), so every reader of a cron
+    reads them alike and the backends store them as any cron.
+    """
+    given = {k: v for k, v in (("cron", cron), ("every", every), ("at", at)) if v is not None}
+    if len(given) != 1:
+        named = ", ".join(given) or "none"
+        raise InvalidJobError(
+            f"a schedule takes exactly one of cron, every or at ({named} given); e.g. cron='0 2 * * *', "
+            "every='90s' or at='2026-12-24T18:00:00+01:00'",
+            option="cron",
+            value=given or None,
+        )
+    ((key, value),) = given.items()
+    if not isinstance(value, str):
+        raise InvalidJobError(f"{key}={value!r} must be a string", option=key, value=value)
+    return value if key == "cron" else f"@{key} {value.strip()}"
+
+
+def check_not_passed(schedule: StoredSchedule, now_ms: int) -> None:
+    """Refuse a one-time (``@at``) schedule whose time has passed: it would never run."""
+    if schedule.next_slot_ms(now_ms) is None:
+        raise InvalidJobError(
+            f"schedule {schedule.name!r}: {schedule.cron!r} has no slot after now, so it would never run; "
+            "give a time in the future",
+            option="at",
+            value=schedule.cron,
+        )
+
+
 @dataclass(frozen=True)
 class StoredSchedule:
     """One stored schedule as the backend holds it (``revision`` 0: not stored yet)."""
@@ -120,6 +156,14 @@ class StoredSchedule:
     @property
     def timezone(self) -> str:
         return str(self.options.get("timezone", "UTC"))
+
+    def next_slot_ms(self, after_ms: int) -> int | None:
+        """The first slot after ``after_ms``; None when there is none (an ``@at`` that passed) or it cannot be read."""
+        try:
+            schedule = Schedule(self.cron, self.timezone, dst=self.options.get("dst", "cron"), name=self.name)
+        except (ValueError, TypeError):
+            return None
+        return schedule.next_or_none(after_ms)
 
     def fields(self) -> dict[str, Any]:
         """What a change compares: the fields that decide how and when the schedule runs."""

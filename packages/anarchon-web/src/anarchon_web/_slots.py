@@ -78,14 +78,16 @@ def due_slots(job: Job, until_ms: int, count: int, since_ms: int | None = None) 
     if count <= 0:
         return []
     first = job.next_slot_ms(until_ms)
-    period = max(1000, job.next_slot_ms(first) - first)
+    second = None if first is None else job.next_slot_ms(first)
+    # No two slots ahead (an @at, or one that has passed): search the whole span at once.
+    period = _MAX_SPAN_MS if first is None or second is None else max(1000, second - first)
     span = period * (count + 1)
     floor = until_ms - _MAX_SPAN_MS if since_ms is None else max(since_ms, until_ms - _MAX_SPAN_MS)
     while True:
         start = max(until_ms - span, floor)
         found: list[int] = []
         moment = job.next_slot_ms(start - 1) if start > floor else job.next_slot_ms(start)
-        while moment <= until_ms:
+        while moment is not None and moment <= until_ms:
             found.append(moment)
             if len(found) > count * 4:
                 del found[: len(found) - count]

@@ -70,7 +70,8 @@ def _next_slot(fleet_view: Fleet, job: FleetJob, now_ms: int) -> str | None:
         schedule = Schedule(d.cron, d.timezone, dst=d.options.get("dst", "cron"), name=job.name)
     except (ValueError, TypeError):  # a definition of another version: shown without a next slot
         return None
-    return ms_to_datetime(schedule.next_after(now_ms)).isoformat().replace("+00:00", "Z")
+    slot = schedule.next_or_none(now_ms)
+    return None if slot is None else ms_to_datetime(slot).isoformat().replace("+00:00", "Z")
 
 
 async def job_rows(backend: Backend, view: Fleet) -> list[dict[str, Any]]:

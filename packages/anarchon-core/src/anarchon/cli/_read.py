@@ -40,22 +40,22 @@ async def jobs(args: argparse.Namespace) -> int:
             except LookupError as exc:  # a namespace nothing ran in yet (PostgreSQL: no schema): no last run
                 missing, last = str(exc), None
             slot = scheduler.next_slot(job.name)
-            local = slot.astimezone(ZoneInfo(job.timezone))
+            local = None if slot is None else slot.astimezone(ZoneInfo(job.timezone))
             status = last.status.value if last else None
             rows.append(
                 {
                     "name": job.name,
                     "cron": job.cron,
                     "timezone": job.timezone,
-                    "next_slot": slot.isoformat().replace("+00:00", "Z"),
-                    "next_slot_local": local.isoformat(),
+                    "next_slot": None if slot is None else slot.isoformat().replace("+00:00", "Z"),
+                    "next_slot_local": None if local is None else local.isoformat(),
                     "last_status": status,
                     "paused": None if paused is None else job.name in paused,
                 }
             )
             mark = "-" if paused is None else "paused" if job.name in paused else ""
-            when = local.strftime("%Y-%m-%d %H:%M:%S %Z")
-            shown.append([job.name, job.cron, job.timezone, utc(slot), when, status, mark])
+            when = "-" if local is None else local.strftime("%Y-%m-%d %H:%M:%S %Z")
+            shown.append([job.name, job.cron, job.timezone, "-" if slot is None else utc(slot), when, status, mark])
     if args.json:
         print_json(rows)
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,14 +63,19 @@ def register(command: Command, options: Callable[[argparse.ArgumentParser], None
 
     def fields(p: argparse.ArgumentParser, *, required: bool) -> None:
         p.add_argument("--task", required=required, help="the task an instance registered with scheduler.task()")
-        p.add_argument("--cron", required=required, metavar="EXPR", help="a cron expression, H allowed")
+        when = p.add_mutually_exclusive_group(required=required)
+        when.add_argument("--cron", metavar="EXPR", help="a cron expression, H allowed")
+        when.add_argument("--every", metavar="DURATION", help="an interval on a grid from the epoch, e.g. 90s, 1h30m")
+        when.add_argument("--at", metavar="TIME", help="one time, ISO 8601, e.g. 2026-12-24T18:00:00+01:00")
         p.add_argument("--timezone", metavar="TZ", help="an IANA time zone (default UTC)")
         p.add_argument("--kwargs", type=_json_object, metavar="JSON", help="the task's keyword arguments")
         p.add_argument(
             "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
             help="any job option, e.g. --option max_late_ms=60000 (repeatable)",
         )  # fmt: skip
-        p.add_argument("--force", action="store_true", help="store it although no live instance has the task")
+        p.add_argument(
+            "--force", action="store_true", help="store it although no live instance has the task or its --at passed"
+        )
 
     def change(p: argparse.ArgumentParser) -> None:
         p.add_argument("--reason", metavar="TEXT", help="why; shown by 'anarchon schedules log'")
@@ -91,9 +97,9 @@ def register(command: Command, options: Callable[[argparse.ArgumentParser], None
     p = verbs.add_parser(
         "apply",
         help="make the stored schedules what a TOML or YAML file says; prints the diff",
-        description="Make the stored schedules what FILE says (one table per schedule: task, cron, timezone, "
-        "kwargs, options). Prints what is added, changed field by field, and with --prune removed (only "
-        "schedules an earlier apply wrote), then does it. A file with one bad entry changes nothing.",
+        description="Make the stored schedules what FILE says (one table per schedule: task, one of cron, every "
+        "or at, timezone, kwargs, options). Prints what is added, changed field by field, and with --prune "
+        "removed (only schedules an earlier apply wrote), then does it. A file with one bad entry changes nothing.",
     )
     p.add_argument("file", type=Path, metavar="FILE")
     p.add_argument("--prune", action="store_true", help="remove schedules an earlier apply wrote that FILE lacks")
@@ -124,18 +130,25 @@ async def schedules(args: argparse.Namespace) -> int:
         if args.verb == "add":
             opts = dict(args.option)
             done = await admin.add(
-                args.name, task=args.task, cron=args.cron, timezone=args.timezone, kwargs=args.kwargs or {},
-                options=opts, reason=args.reason, force=args.force,
+                args.name, task=args.task, cron=args.cron, every=args.every, at=args.at, timezone=args.timezone,
+                kwargs=args.kwargs or {}, options=opts, reason=args.reason, force=args.force,
             )  # fmt: skip
             _print(done, args.json)
         elif args.verb == "set":
             given: dict[str, Any] = {
-                k: v for k, v in (("task", args.task), ("cron", args.cron), ("kwargs", args.kwargs)) if v is not None
-            }
+                k: v
+                for k, v in (
+                    ("task", args.task), ("cron", args.cron), ("every", args.every), ("at", args.at),
+                    ("kwargs", args.kwargs),
+                )
+                if v is not None
+            }  # fmt: skip
             if args.timezone is not None:
                 given["timezone"] = args.timezone
             if not given and not args.option:
-                raise UsageError("name a field to change: --task, --cron, --timezone, --kwargs or --option")
+                raise UsageError(
+                    "name a field to change: --task, --cron, --every, --at, --timezone, --kwargs or --option"
+                )
             done = await admin.set(
                 args.name, options=dict(args.option), if_revision=args.if_revision, reason=args.reason,
                 force=args.force, **given,
@@ -186,16 +199,23 @@ async def _list(admin: Schedules, as_json: bool) -> None:
         for info in (await read_fleet(admin.backend)).instances:
             for task in info.tasks:
                 runners.setdefault(task, []).append(info.instance)
-    rows = [{**s.to_dict(), "instances": len(runners.get(s.task, []))} for s in stored]
+    now = int(time.time() * 1000)
+    rows = [{**s.to_dict(), "next_slot": _next(s, now), "instances": len(runners.get(s.task, []))} for s in stored]
     if as_json:
         print_json(rows)
         return
     if not rows:
         print("no stored schedule")
         return
-    headers = ["name", "task", "cron", "timezone", "revision", "instances"]
-    body = [[r[h] if h != "instances" or r[h] else "0 (no live instance has the task)" for h in headers] for r in rows]
-    print(table(headers, body))
+    headers = ["name", "task", "cron", "timezone", "next_slot", "revision", "instances"]
+    shown = {"instances": "0 (no live instance has the task)", "next_slot": "none (its time has passed)"}
+    body = [[r[h] if r[h] or h not in shown else shown[h] for h in headers] for r in rows]
+    print(table([h.replace("_", " ") for h in headers], body))
+
+
+def _next(schedule: StoredSchedule, now_ms: int) -> str | None:
+    slot = schedule.next_slot_ms(now_ms)
+    return None if slot is None else ms_to_datetime(slot).isoformat().replace("+00:00", "Z")
 
 
 COMMANDS = {"schedules": schedules}

@@ -14,6 +14,7 @@ the first member of that set after some instant. The pieces, one idea each:
 - :mod:`.timeline` finds where a zone's offset changes;
 - :mod:`.spread` reads Jenkins' ``H``, a value hashed from the job's name;
 - :mod:`.dst` names the DST policies (classic cron's rule is the default);
+- :mod:`.fixed` reads ``@every 90s`` and ``@at <time>``, slots fixed in real time;
 - :mod:`.schedule` maps wall times to instants with the job's DST policy.
 
 The reading is tested against cronsim and a table of real cron behaviour,

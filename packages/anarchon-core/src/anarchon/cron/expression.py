@@ -25,7 +25,10 @@ from .fields import DAY, HOUR, MINUTE, MONTH, NUMBERING, SECOND, WEEKDAY, Field,
 
 __all__ = ["HINT", "CronNumberingWarning", "Expression", "parse_expression"]
 
-HINT = "use 5 fields (minute hour day month weekday), 6 with seconds first, or @hourly/@daily/@weekly/@monthly/@yearly"
+HINT = (
+    "use 5 fields (minute hour day month weekday), 6 with seconds first, @hourly/@daily/@weekly/@monthly/@yearly, "
+    "@every 90s (an interval) or @at 2026-12-24T18:00:00+01:00 (one time)"
+)
 
 ALIASES = {
     "@yearly": "0 0 1 1 *",

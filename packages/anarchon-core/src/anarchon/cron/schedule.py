@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 
 from .dst import DstPolicy, dst_rules
 from .expression import HINT, CronNumberingWarning, parse_expression
+from .fixed import fixed_matcher, is_fixed
 from .matcher import LAST_WALL, Matcher, NoMatch, Periodic, matcher
 from .spread import mentions_hash
 from .timeline import FIXED_OFFSET_ZONES, Timeline, timeline, zone
@@ -83,6 +84,7 @@ class Schedule:
         "_zone",
         "cron",
         "dst",
+        "fixed",
         "name",
         "timezone",
         "wall_clock",
@@ -94,6 +96,8 @@ class Schedule:
     name: str | None
     #: Cron's first-character rule for the expression, whatever the policy.
     wall_clock: bool
+    #: An ``@every`` or ``@at`` schedule (:mod:`anarchon.cron.fixed`): real time, whatever the zone.
+    fixed: bool
 
     def __init__(self, cron: str, timezone: str = "UTC", *, dst: DstPolicy = "cron", name: str | None = None) -> None:
         if not isinstance(cron, str):
@@ -101,11 +105,16 @@ class Schedule:
             raise ValueError(f"cron expression {cron!r} is invalid: it is a {kind}, not a string; {HINT}")
         if name is not None and not isinstance(name, str):
             raise ValueError(f"name={name!r} must be the job's name, a string")
-        found, wall_clock, warning = _parse(cron, name if name is not None and mentions_hash(cron) else None)
+        fixed = is_fixed(cron)
+        if fixed:
+            zone_info = zone(timezone)
+            found, wall_clock, warning = fixed_matcher(cron, timezone), False, None
+        else:
+            found, wall_clock, warning = _parse(cron, name if name is not None and mentions_hash(cron) else None)
+            zone_info = zone(timezone)
         if warning is not None:
             warnings.warn(warning, CronNumberingWarning, stacklevel=2)
         self._once, self._move = dst_rules(dst, wall_clock)
-        zone_info = zone(timezone)
         self.cron = cron
         self.timezone = timezone
         self.dst = dst
@@ -115,8 +124,9 @@ class Schedule:
         self._periodic = found if isinstance(found, Periodic) else None
         self._zone = zone_info
         self._segment = (0, 0, 0, 0)
-        if FIXED_OFFSET_ZONES.fullmatch(timezone):
-            self._offset: int | None = Timeline(zone_info).offset(0)
+        self.fixed = fixed
+        if fixed or FIXED_OFFSET_ZONES.fullmatch(timezone):
+            self._offset: int | None = 0 if fixed else Timeline(zone_info).offset(0)
             self._timeline: Timeline | None = None
         else:
             self._offset = None
@@ -146,6 +156,13 @@ class Schedule:
         except NoMatch:
             raise self._exhausted(after_ms) from None
         return self._next_zoned(after) * 1000
+
+    def next_or_none(self, after_ms: int) -> int | None:
+        """The first slot strictly after ``after_ms``, or None when there is none (an ``@at`` that has passed)."""
+        try:
+            return self.next_after(after_ms)
+        except _Exhausted:
+            return None
 
     def slots(self, after_ms: int | None, count: int) -> list[int]:
         """The next ``count`` slots after ``after_ms`` (now by default); fewer if the year 9999 ends first."""
