@@ -25,3 +25,9 @@ def heartbeat(ctx: RunContext) -> None:
         Heartbeat.objects.create(slot_ms=ctx.slot_ms, instance=ctx.instance)
     finally:
         close_old_connections()
+
+
+@scheduler.task(name="report")
+def report(ctx: RunContext, tenant: str) -> None:
+    """The work: build and mail one tenant's report. Its schedule ``report-<tenant>`` is stored, set by the
+    tenant through tenants/views.py; every process that runs this scheduler runs it, once per slot."""
