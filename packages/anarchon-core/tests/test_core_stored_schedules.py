@@ -21,8 +21,11 @@ from anarchon import (
     Schedules,
     SyncSchedules,
 )
+from anarchon.backend import Outcome
 from anarchon.cli import main
 from anarchon.fleet import read_fleet
+from anarchon.schedules import FORGET_AFTER_MS, REUSE_AFTER_MS
+from anarchon_conformance import finished_run, make_claim, make_job
 from anarchon_conformance.testing import eventually, register_at
 
 #: How long every instance may take to see a change: one poll (1 s ± 25 %) and the read.
@@ -397,3 +400,42 @@ def test_the_cli_takes_every_and_at_and_list_shows_the_next_slot(
     path.write_text('["both"]\ntask = "report"\ncron = "0 1 * * *"\nevery = "1h"\n')
     code, _, err = _cli(capsys, "schedules", "apply", str(path), *b)
     assert code == 2 and "schedule 'both'" in err and "exactly one of cron, every or at" in err, err
+
+
+async def test_a_removed_schedule_is_forgotten_by_the_first_change_after_half_a_tombstones_life() -> None:
+    now = [1_790_000_000_000]
+    store = MemoryStore(clock=lambda: now[0])
+    backend = MemoryBackend(store)
+    await backend.start()
+    try:
+        async with Schedules(backend, by="ops@test") as schedules:
+            for name in ("gone", "reused"):
+                await schedules.add(name, task="report", cron="* * * * * *")
+            gone, reused = make_job(backend, "gone"), make_job(backend, "reused")
+            for job in (gone, reused):
+                (won,) = await backend.claim([make_claim(job, now[0], now_ms=now[0])])
+                assert won.outcome is Outcome.WON and won.grant is not None
+                await backend.finish(won.grant, finished_run(won.grant, finished_ms=now[0]))
+            removed_ms = now[0]
+            for name in ("gone", "reused"):
+                await schedules.remove(name)
+            # A code job of the name "reused" claims a slot well after the removal: the name is in use.
+            slot = removed_ms + REUSE_AFTER_MS + 1000
+            now[0] = slot
+            (won,) = await backend.claim([make_claim(reused, slot, now_ms=slot)])
+            assert won.outcome is Outcome.WON and won.grant is not None
+            await backend.finish(won.grant, finished_run(won.grant, finished_ms=slot))
+
+            now[0] = removed_ms + FORGET_AFTER_MS - 1
+            await schedules.add("other", task="report", cron="0 * * * *")
+            assert len(await backend.history("gone")) == 1, "forgotten before half the tombstone's life"
+            assert [e.op for e in await schedules.log("gone")] == ["add", "remove"]
+
+            now[0] = removed_ms + FORGET_AFTER_MS
+            await schedules.set("other", cron="5 * * * *")
+            assert await backend.history("gone") == [], "the removed schedule's runs outlived it"
+            assert await schedules.log("gone") == [] and await schedules.log("reused") == []
+            assert await backend.marks([gone]) == {"gone": None}
+            assert len(await backend.history("reused")) == 2, "the state of a name in use again was dropped"
+    finally:
+        await backend.close()

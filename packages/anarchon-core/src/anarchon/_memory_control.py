@@ -39,6 +39,10 @@ class MemoryControl:
             state = self._pauses[job] = dataclasses.replace(old, until_ms=max(old.since_ms, self._store.clock()))
             return state
 
+    def forget(self, job: str) -> None:
+        """Drop the job's pause (the store's lock held: a removed schedule's state goes)."""
+        self._pauses.pop(job, None)
+
     def pauses(self) -> list[PauseState]:
         with self._store._lock:
             return sorted(self._pauses.values(), key=lambda p: p.job)

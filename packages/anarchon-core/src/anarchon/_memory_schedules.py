@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from .errors import ScheduleConflictError
-from .schedules import LOG_KEEP, TOMBSTONE_MS
+from .schedules import LOG_KEEP, REUSE_AFTER_MS, TOMBSTONE_MS
 
 __all__ = ["MemorySchedules", "SchedulesMixin"]
 
@@ -20,6 +20,10 @@ __all__ = ["MemorySchedules", "SchedulesMixin"]
 class _Store(Protocol):
     clock: Callable[[], int]
     _lock: threading.Lock
+
+    def forget_job(self, job: str, since_ms: int) -> bool:
+        """Drop the job's state unless it is in use; the caller holds ``_lock``."""
+        ...
 
 
 class MemorySchedules:
@@ -46,6 +50,15 @@ class MemorySchedules:
             log.append((self.revision, change))
             del log[:-LOG_KEEP]
             return self.revision
+
+    def forget(self, older_than_ms: int) -> list[str]:
+        with self._store._lock:
+            now = self._store.clock()
+            old = [(n, at) for n, (r, _, at) in self._rows.items() if r is None and at <= now - older_than_ms]
+            for name, _ in old:
+                del self._rows[name]
+                self._logs.pop(name, None)
+            return [name for name, at in old if self._store.forget_job(name, at + REUSE_AFTER_MS)]
 
     def since(self, revision: int) -> list[tuple[str, str | None, int]]:
         with self._store._lock:
@@ -87,3 +100,6 @@ class SchedulesMixin:
 
     async def schedule_log(self, name: str) -> list[tuple[int, str]]:
         return self.store.schedules.log(name)
+
+    async def forget_removed(self, older_than_ms: int) -> list[str]:
+        return self.store.schedules.forget(older_than_ms)

@@ -25,6 +25,7 @@ from .errors import InvalidJobError, JobNotFoundError, ScheduleConflictError
 from .fleet import read_fleet
 from .options import check_job_name
 from .schedules import (
+    FORGET_AFTER_MS,
     ScheduleChange,
     StoredSchedule,
     check_kwargs,
@@ -212,6 +213,7 @@ class Schedules:
             before = StoredSchedule.parse(name, *found) if found is not None else None
             change = ScheduleChange(0, "remove", _now_ms(), by or self.by, reason, ScheduleChange.between(before, None))
             expect = if_revision if if_revision is not None else (before.revision if before is not None else None)
+            await backend.forget_removed(FORGET_AFTER_MS)
             return await backend.put_schedule(name, None, expect=expect, change=change.text())
 
     def _new(
@@ -243,6 +245,7 @@ class Schedules:
         change = ScheduleChange(
             0, op, after.updated_ms, after.updated_by, reason, ScheduleChange.between(before, after)
         )
+        await backend.forget_removed(FORGET_AFTER_MS)
         revision = await backend.put_schedule(after.name, after.record(), expect=expect, change=change.text())
         return StoredSchedule.parse(after.name, after.record(), revision)
 

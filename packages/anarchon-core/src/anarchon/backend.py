@@ -398,6 +398,20 @@ class Backend(abc.ABC):
         """``(revision, change)`` of the schedule's kept changes, oldest first."""
         raise self._unsupported("schedule_log()", "schedules")
 
+    async def forget_removed(self, older_than_ms: int) -> list[str]:
+        """Drop what the referee keeps of schedules removed more than ``older_than_ms`` ago; the names forgotten.
+
+        Each such tombstone goes with its change log, and so does everything kept for a job
+        of that name (its mark, fencing counter, lease records, pause and run history), so a
+        removed schedule leaves nothing behind once its tombstone has done its work. The job's
+        part is kept when the name is in use again: a run of it holds an unexpired lease, or
+        its mark is a slot more than :data:`~anarchon.schedules.REUSE_AFTER_MS` after the
+        removal (a code job or a new schedule of that name claimed it).
+        One atomic step per name. :class:`~anarchon.Schedules` calls it before each change;
+        the default does nothing, for a backend that keeps nothing per job.
+        """
+        return []
+
     # -- what the referee promises (capabilities.guarantees; see anarchon.guarantees) ----
 
     async def guarantees(self) -> list[Finding]:

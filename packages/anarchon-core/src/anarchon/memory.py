@@ -275,6 +275,15 @@ class MemoryStore:
         with self._lock:
             return self._book(job).mark
 
+    def forget_job(self, job: str, since_ms: int) -> bool:
+        """Drop the job's book and pause unless it is in use (a lease held, a slot after ``since_ms``); lock held."""
+        book = self._books.get(job)
+        if book is not None and (self._held(book, self.clock()) or (book.mark or 0) > since_ms):
+            return False
+        self._books.pop(job, None)
+        self.control.forget(job)
+        return True
+
     def history(self, job: str, limit: int) -> list[Run]:
         with self._lock:
             book = self._books.get(job)

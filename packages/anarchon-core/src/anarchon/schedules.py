@@ -37,8 +37,10 @@ from .errors import InvalidJobError
 from .options import check_job_name
 
 __all__ = [
+    "FORGET_AFTER_MS",
     "LOG_KEEP",
     "POLL_MS",
+    "REUSE_AFTER_MS",
     "TOMBSTONE_MS",
     "ScheduleChange",
     "StoredSchedule",
@@ -54,6 +56,14 @@ POLL_MS = 1000
 #: How long a removed schedule's tombstone (and its change log) is kept; an instance that could
 #: not read the backend for longer than half of it reads every schedule again.
 TOMBSTONE_MS = 24 * 3600 * 1000
+#: When a removed schedule is forgotten (its tombstone, log, job state and run history dropped, by the
+#: first change made after it): an instance that has not read the counter for half the tombstone's
+#: life reads every schedule again, so no instance needs a tombstone older than this.
+FORGET_AFTER_MS = TOMBSTONE_MS // 2
+#: A slot of a removed schedule's name claimed this long after the removal means the name is in use
+#: again (a code job, a new schedule), so its state stays when the tombstone goes; claims within it
+#: are the removed schedule's own, by instances that had not yet seen the removal.
+REUSE_AFTER_MS = 3600 * 1000
 #: How many changes of one schedule its log keeps.
 LOG_KEEP = 100
 #: Format of the stored texts; a reader reports and skips records of another format.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from anarchon.errors import ScheduleConflictError
 from anarchon.options import check_job_name
-from anarchon.schedules import LOG_KEEP, TOMBSTONE_MS
+from anarchon.schedules import LOG_KEEP, REUSE_AFTER_MS, TOMBSTONE_MS
 
 from ._schema import quote_schema, render_sql
 
@@ -43,6 +43,7 @@ class _Statements:
     every: str
     one: str
     log: str
+    forget: str
 
 
 @functools.lru_cache(maxsize=64)
@@ -114,3 +115,9 @@ class SchedulesMixin:
         if self._no_schedules():
             return []
         return [(row[0], row[1]) for row in await self._one("schedule_log", _statements(self.schema).log, name)]
+
+    async def forget_removed(self, older_than_ms: int) -> list[str]:
+        if self._no_schedules():
+            return []
+        rows = await self._one("forget_removed", _statements(self.schema).forget, older_than_ms, REUSE_AFTER_MS)
+        return [row[0] for row in rows]

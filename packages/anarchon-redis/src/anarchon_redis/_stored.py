@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from anarchon.errors import ScheduleConflictError
 from anarchon.options import check_job_name
-from anarchon.schedules import LOG_KEEP, TOMBSTONE_MS
+from anarchon.schedules import LOG_KEEP, REUSE_AFTER_MS, TOMBSTONE_MS
 
 from . import _scripts as S
 from ._records import text
@@ -43,6 +43,11 @@ class StoredMixin:
         async def _call(self, script: S.Script, keys: list[str], args: list[Any]) -> Any: ...
 
         def _redis(self) -> Any: ...
+
+        async def now_ms(self) -> int: ...
+
+        @property
+        def _pauses_key(self) -> str: ...
 
     async def put_schedule(self, name: str, record: str | None, *, expect: int | None, change: str) -> int:
         check_job_name(name)
@@ -79,3 +84,25 @@ class StoredMixin:
         if held is None:
             return []
         return [(int(rev), str(change)) for rev, change in json.loads(text(held))]
+
+    async def forget_removed(self, older_than_ms: int) -> list[str]:
+        """Each old tombstone's job keys (one script on the job's slot), its pause, then the tombstones.
+
+        The tombstones go last, and only those still removed before the cutoff, so a crash in
+        between leaves them to the next call rather than a job's keys behind for ever.
+        """
+        _, _, changes, removed, logs = self._keys.schedules
+        cutoff = await self.now_ms() - older_than_ms
+        old = [
+            (text(m), int(score))
+            for m, score in await self._redis().zrangebyscore(removed, "-inf", cutoff, withscores=True)
+        ]
+        forgotten = []
+        for name, removed_ms in old:
+            k = self._keys.job(name)
+            if int(await self._call(S.FORGET, [k.state, k.runs, k.order, k.live], [removed_ms + REUSE_AFTER_MS])):
+                await self._redis().hdel(self._pauses_key, name)
+                forgotten.append(name)
+        if old:
+            await self._call(S.SCHEDULE_FORGET, [changes, removed, logs], [cutoff, *(name for name, _ in old)])
+        return forgotten

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from anarchon.errors import ScheduleConflictError
 from anarchon.options import check_job_name
-from anarchon.schedules import LOG_KEEP, TOMBSTONE_MS
+from anarchon.schedules import LOG_KEEP, REUSE_AFTER_MS, TOMBSTONE_MS
 
 from ._sql import statement
 from ._store import Body
@@ -57,6 +57,28 @@ def _put(name: str, record: str | None, expect: int | None, change: str) -> Body
         conn.execute(statement("schedules_log_insert"), (name, revision, change))
         conn.execute(statement("schedules_log_trim"), (name, LOG_KEEP))
         return revision, current
+
+    return body
+
+
+def _forget(older_than_ms: int) -> Body[list[str]]:
+    """Tombstones older than asked go with their logs, and each name's job state and runs unless it is in use."""
+
+    def body(conn: sqlite3.Connection, now: int) -> list[str]:
+        forgotten = []
+        for name, removed_ms in conn.execute(statement("schedules_tombstones_old"), (now - older_than_ms,)).fetchall():
+            conn.execute(statement("schedules_drop_tombstone"), (name,))
+            conn.execute(statement("schedules_drop_log"), (name,))
+            in_use = (
+                conn.execute(statement("revive_held"), (name, now)).fetchone()
+                or conn.execute(statement("forget_mark_after"), (name, removed_ms + REUSE_AFTER_MS)).fetchone()
+            )
+            if in_use:
+                continue
+            for forget in ("forget_runs", "forget_job", "forget_pause", "forget_requests"):
+                conn.execute(statement(forget), (name,))
+            forgotten.append(str(name))
+        return forgotten
 
     return body
 
@@ -111,3 +133,6 @@ class SchedulesMixin:
 
     async def schedule_log(self, name: str) -> list[tuple[int, str]]:
         return await self._call(lambda conn: _log(conn, name))
+
+    async def forget_removed(self, older_than_ms: int) -> list[str]:
+        return await self._write(_forget(older_than_ms))

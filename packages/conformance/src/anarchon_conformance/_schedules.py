@@ -16,6 +16,7 @@ from collections import Counter
 
 import pytest
 
+from anarchon.backend import LeaseBackend, Outcome
 from anarchon.context import RunContext
 from anarchon.errors import ScheduleConflictError, UnsupportedOperationError
 from anarchon.scheduler import Scheduler
@@ -147,6 +148,45 @@ class ScheduleStoreTests(SuiteBase):
         assert log[-1] == (rev, f'{{"n":{LOG_KEEP + 4}}}') and log[0][1] == '{"n":5}', (
             "not the last changes, oldest first"
         )
+
+    async def test_a_removed_schedule_leaves_nothing_once_its_tombstone_goes(self, conformance: Conformance) -> None:
+        a, b = await conformance.instances(2)
+        gone, busy = conformance.job("gone"), conformance.job("busy")
+        for job in (gone, busy):
+            await a.backend.put_schedule(job.name, _record("* * * * * *"), expect=0, change='{"op":"add"}')
+        first, second, later = conformance.slots(3)
+        won = await a.claim(gone, first)
+        assert won.outcome is Outcome.WON and won.grant is not None
+        assert await a.finish(won.grant)
+        held = await a.claim(busy, second)  # running, its lease unexpired: the name is in use
+        assert held.outcome is Outcome.WON and held.grant is not None
+        if a.backend.capabilities.pause:
+            await a.backend.pause(gone.name, reason="before the removal", by="conformance")
+        for job in (gone, busy):
+            found = await a.backend.schedule(job.name)
+            assert found is not None
+            await a.backend.put_schedule(job.name, None, expect=found[1], change='{"op":"remove"}')
+        await conformance.wait_past(await conformance.backend_now_ms())
+
+        assert await b.backend.forget_removed(3_600_000) == [], "a tombstone younger than asked was forgotten"
+        forgotten = await b.backend.forget_removed(0)
+        assert gone.name in forgotten, f"{gone.name} was not forgotten: {forgotten}"
+        assert busy.name not in forgotten, "a job whose run holds a lease was forgotten"
+        assert await b.backend.schedule_log(gone.name) == [], "the change log outlived the tombstone"
+        assert await b.backend.schedule_log(busy.name) == [], "the change log outlived the tombstone"
+        assert await conformance.history(gone) == [], "the run history of a forgotten schedule is still kept"
+        assert [r.slot_ms for r in await conformance.history(busy)] == [second], "a job in use lost its history"
+        if a.backend.capabilities.pause:
+            assert gone.name not in {p.job for p in await b.backend.pauses() if p.paused}, "its pause is kept"
+        assert await b.backend.forget_removed(0) == [], "forgotten twice"
+
+        again = await b.claim(gone, later)  # the name is free again, as if new
+        assert again.outcome is Outcome.WON and again.grant is not None
+        if isinstance(a.backend, LeaseBackend):
+            assert won.grant.fencing is not None and again.grant.fencing is not None
+            assert again.grant.fencing > won.grant.fencing, "a forgotten job's tokens fell"
+            assert await b.finish(again.grant)
+            assert await a.finish(held.grant)
 
 
 @gated("schedules")

@@ -1,0 +1,1 @@
+DELETE FROM anarchon_jobs WHERE job = ?1

@@ -1,0 +1,1 @@
+DELETE FROM anarchon_pauses WHERE job = ?1

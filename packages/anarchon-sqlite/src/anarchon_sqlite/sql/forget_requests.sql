@@ -1,0 +1,1 @@
+DELETE FROM anarchon_requests WHERE job = ?1

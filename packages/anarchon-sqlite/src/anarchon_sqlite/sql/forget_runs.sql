@@ -1,0 +1,1 @@
+DELETE FROM anarchon_runs WHERE job = ?1

@@ -1,0 +1,1 @@
+DELETE FROM anarchon_schedule_log WHERE name = ?1
