@@ -33,3 +33,30 @@ async def test_a_paused_slot_is_drawn_paused(store: Any, fixed_clock: Any) -> No
         page = client.get(f"/jobs/{job.name}")
     assert page.status_code == 200
     assert "paused" in page.text
+
+
+async def test_the_pause_in_force_shows_since_by_whom_and_why_on_both_pages(store: Any, fixed_clock: Any) -> None:
+    backend = await store.started()
+    now = time.time_ns() // 1_000_000 // MINUTE * MINUTE
+    scheduler = Scheduler(store.backend(), clock=fixed_clock(now + 1000))
+    for name in ("held", "running"):
+        scheduler.add(name, "* * * * *", lambda: None)
+    state = await backend.pause("held", reason="<b>db migration</b> until 14:00", by="alice@ops")
+    with TestClient(anarchon_web.app(scheduler, open_backend=True)) as client:
+        jobs = {j["name"]: j for j in client.get("/", params={"format": "json"}).json()["jobs"]}
+        assert jobs["running"]["paused"] is None
+        paused = jobs["held"]["paused"]
+        assert (paused["by"], paused["reason"], paused["since_ms"]) == (
+            "alice@ops",
+            "<b>db migration</b> until 14:00",
+            state.since_ms,
+        )
+        listing = client.get("/").text
+        assert 'class="tag paused"' in listing and "by alice@ops: &lt;b&gt;db migration&lt;/b&gt;" in listing
+        page = client.get("/jobs/held").text
+        assert 'id="pause"' in page and "<b>alice@ops</b>: &lt;b&gt;db migration&lt;/b&gt; until 14:00" in page
+        assert "<b>db migration</b>" not in page, "the reason reached the page unescaped"
+        assert 'id="pause"' not in client.get("/jobs/running").text
+        await backend.resume("held", by="alice@ops")
+        assert client.get("/jobs/held", params={"format": "json"}).json()["paused"] is None
+        assert 'class="tag paused"' not in client.get("/").text

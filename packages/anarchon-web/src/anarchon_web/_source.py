@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-from anarchon import Job, JobOptions, Run, Scheduler
+from anarchon import Job, JobOptions, PauseState, Run, Scheduler
 from anarchon.errortext import error_text
 from anarchon.fleet import Fleet, FleetJob, FleetReader
 from anarchon.urls import redact_url
@@ -51,9 +51,12 @@ class Source:
         self.fleet: Fleet | None = None
         self.registry = scheduler.backend.capabilities.registry
         self._reader = FleetReader()
+        #: The pauses in force, by job, as last read (backends that pause).
+        self.pauses: dict[str, PauseState] = {}
 
     async def refresh(self) -> None:
-        """Read the fleet registry once per page; a failed read leaves the page without fleet facts."""
+        """Read the pauses and the fleet registry once per page; a failed read leaves those facts out."""
+        await self._read_pauses()
         if not self.registry:
             return
         try:
@@ -64,6 +67,16 @@ class Source:
         except Exception as exc:  # the page still shows the jobs and their history
             log.warning("dashboard: could not read the fleet registry: %s", error_text(exc))
             self.fleet = None
+
+    async def _read_pauses(self) -> None:
+        if not self.scheduler.backend.capabilities.pause:
+            return
+        try:
+            found = await (self.scheduler.backend.pauses() if self.open_backend else self.scheduler.pauses())
+        except Exception as exc:  # the page still shows the jobs, without their pauses
+            log.warning("dashboard: could not read the pauses: %s", error_text(exc))
+            found = []
+        self.pauses = {p.job: p for p in found if p.paused}
 
     def fleet_job(self, name: str) -> FleetJob | None:
         return self.fleet.job(name) if self.fleet is not None else None

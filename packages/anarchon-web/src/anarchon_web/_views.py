@@ -67,6 +67,13 @@ class Views:
         fleet = self.source.fleet
         return fleet is not None and name in fleet.stored
 
+    def _pause(self, name: str) -> dict[str, Any] | None:
+        """The job's pause in force (since, by whom, why), ``None`` when it runs."""
+        found = self.source.pauses.get(name)
+        if found is None:
+            return None
+        return {"since": utc(found.since_ms), "since_ms": found.since_ms, "by": found.by, "reason": found.reason}
+
     def _drift(self, name: str) -> dict[str, Any] | None:
         """A job's definitions side by side where live instances differ (``None`` where they do not)."""
         job = self.source.fleet_job(name)
@@ -126,6 +133,7 @@ class Views:
                     "strip": [slot_dict(s) for s in strip(job, runs, now, self.settings.strip_slots)],
                     "drift": self._drift(job.name),
                     "stored": self._stored(job.name),
+                    "paused": self._pause(job.name),
                 }
             )
         data = {"now": utc(now), "backend": self.source.backend_label, "kind": self.source.kind,
@@ -173,7 +181,7 @@ class Views:
             "page": page, "pages": pages, "per_page": per_page, "total": len(chosen), "read": len(runs),
             "runs": [run_dict(r) for r in chosen[(page - 1) * per_page : page * per_page]],
             "timeline": {"slots": [slot_dict(s) for s in slots], "rows": rows},
-            "drift": self._drift(job.name),
+            "drift": self._drift(job.name), "paused": self._pause(job.name),
         }  # fmt: skip
         return self.render(request, "job.html", data, outcomes=OUTCOMES, actions=self.settings.actions)
 
