@@ -74,14 +74,15 @@ class Names:
 
 @pytest.fixture
 async def names(nats_url: str) -> AsyncIterator[Names]:
-    """A stream and prefix no other test uses; the stream is deleted afterwards."""
+    """A stream and prefix no other test uses; the stream and its fleet registry's bucket are deleted afterwards."""
     tag = uuid.uuid4().hex[:10]
     n = Names(stream=f"T_{tag}", prefix=f"t{tag}.cron.")
     yield n
     nc = await nats.connect(nats_url)
     try:
-        with contextlib.suppress(nats.js.errors.NotFoundError):
-            await nc.jetstream().delete_stream(n.stream)
+        for name in (n.stream, f"KV_{n.stream}_registry"):
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await nc.jetstream().delete_stream(name)
     finally:
         await nc.close()
 

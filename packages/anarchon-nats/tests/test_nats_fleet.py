@@ -25,8 +25,9 @@ def stream(nats_url: str) -> Iterator[tuple[str, str]]:
     async def drop() -> None:
         nc = await nats.connect(nats_url)
         try:
-            with contextlib.suppress(nats.js.errors.NotFoundError):
-                await nc.jetstream().delete_stream(names[0])
+            for name in (names[0], f"KV_{names[0]}_registry"):  # the stream and the fleet registry's bucket
+                with contextlib.suppress(nats.js.errors.NotFoundError):
+                    await nc.jetstream().delete_stream(name)
         finally:
             await nc.close()
 

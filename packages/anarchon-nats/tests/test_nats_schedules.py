@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 import nats
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.api import StorageType
 from nats_helpers import Cluster
 
@@ -136,6 +137,51 @@ async def test_old_tombstones_go_with_their_logs_and_a_schedule_added_again_stay
     assert await a.schedule("back") == (_record("2 * * * *"), again)
     assert await a.schedule_log("back") == [(again, "{}")]
     assert await a.schedules_revision() == again, "a purge moved the counter"
+
+
+async def test_a_read_bigger_than_the_flow_control_window_takes_every_newest_change(
+    backends, names, client: Client, drop_schedules
+) -> None:
+    """The read's consumer asks for flow control every 2 MB; the reader answers, and reads every subject's newest."""
+    (a,) = await backends(1)
+    stream = schedules_stream(names.stream, names.prefix)
+    drop_schedules.append(stream)
+    padding = "x" * 100_000  # 40 messages of 100 kB: 4 MB
+    newest: dict[str, int] = {}
+    for i in range(20):
+        for n in range(2):
+            record = json.dumps({"format": 1, "task": "t", "cron": f"{n} * * * *", "kwargs": {"p": padding}})
+            newest[f"s{i}"] = await a.put_schedule(f"s{i}", record, expect=None, change="{}")
+    first = newest["s0"]
+    gone = await a.put_schedule("s7", None, expect=None, change="{}")
+    del newest["s7"]
+    answers = await client.subscribe(f"$JS.FC.{stream}.>")
+
+    rows = await a.schedules_since(0)
+    assert [(name, rev) for name, _, rev in rows] == sorted(newest.items(), key=lambda kv: kv[1])
+    assert all(json.loads(record)["cron"] == "1 * * * *" for _, record, _ in rows), "an older change was kept"
+    assert (await answers.next_msg(timeout=2)).data == b"", "the flow control was not answered"
+    since = await a.schedules_since(first)
+    assert [(name, rev) for name, _, rev in since][-1] == ("s7", gone), "a removal after the revision is a tombstone"
+    assert sorted(name for name, _, _ in since) == sorted(f"s{i}" for i in range(1, 20)), "s0 changed at the revision"
+
+
+async def test_a_read_that_lost_a_message_is_refused_not_taken_as_whole() -> None:
+    """Without acks nothing is delivered twice: a consumer sequence skipped is a message lost on the way."""
+    root = "$ANARCHON.S_schedules_x."
+    reader = schedules_module._Reader(None, len(root))  # type: ignore[arg-type]
+
+    def delivered(consumer_seq: int, stream_seq: int, pending: int) -> Msg:
+        reply = f"$JS.ACK.S_schedules_x.c.1.{stream_seq}.{consumer_seq}.1700000000000000000.{pending}"
+        data = schedules_module.encode_change(_record("0 * * * *"), "{}")
+        return Msg(None, subject=f"{root}n{stream_seq}", reply=reply, data=data)  # type: ignore[arg-type]
+
+    heartbeat = Msg(None, subject="in", data=b"", headers={"Status": "100", "Description": "Idle Heartbeat"})  # type: ignore[arg-type]
+    for msg in (delivered(1, 4, 2), heartbeat, delivered(3, 9, 0)):
+        await reader.take(msg)
+    assert [c.revision for c in reader.out] == [4]
+    with pytest.raises(nats.errors.Error, match="missing"):
+        await reader.finished()
 
 
 @pytest.fixture

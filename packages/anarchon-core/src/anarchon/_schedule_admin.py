@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from ._health import error_text
 from .backend import Backend
 from .errors import InvalidJobError, JobNotFoundError, ScheduleConflictError
 from .fleet import read_fleet
@@ -41,6 +43,15 @@ T = TypeVar("T")
 
 #: Passed for a field of ``set()`` left as it is.
 _KEEP: Any = object()
+log = logging.getLogger("anarchon.schedules")
+
+
+async def _forget(backend: Backend) -> None:
+    """Forget the schedules removed long ago; a failure never stops the change (the next one tries again)."""
+    try:
+        await backend.forget_removed(FORGET_AFTER_MS)
+    except Exception as exc:
+        log.warning("forgetting removed schedules failed, tried again at the next change: %s", error_text(exc))
 
 
 class Schedules:
@@ -213,7 +224,7 @@ class Schedules:
             before = StoredSchedule.parse(name, *found) if found is not None else None
             change = ScheduleChange(0, "remove", _now_ms(), by or self.by, reason, ScheduleChange.between(before, None))
             expect = if_revision if if_revision is not None else (before.revision if before is not None else None)
-            await backend.forget_removed(FORGET_AFTER_MS)
+            await _forget(backend)
             return await backend.put_schedule(name, None, expect=expect, change=change.text())
 
     def _new(
@@ -245,7 +256,7 @@ class Schedules:
         change = ScheduleChange(
             0, op, after.updated_ms, after.updated_by, reason, ScheduleChange.between(before, after)
         )
-        await backend.forget_removed(FORGET_AFTER_MS)
+        await _forget(backend)
         revision = await backend.put_schedule(after.name, after.record(), expect=expect, change=change.text())
         return StoredSchedule.parse(after.name, after.record(), revision)
 

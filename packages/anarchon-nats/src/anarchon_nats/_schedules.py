@@ -46,7 +46,12 @@ Reading: :meth:`schedules_revision` is one ``STREAM.INFO`` (its last
 sequence; 0 while the stream does not exist). :meth:`schedules_since` asks the
 same first, returns ``[]`` when nothing came after the revision, else reads
 the messages after it with one short-lived consumer (``since(0)``: the last
-message of each subject) and keeps the last change of each name.
+message of each subject) and keeps the last change of each name. The consumer
+has flow control, so the server stays within its flow-control window of the
+reader: without it a big read (300,000 changes, 117 MB) outran the client by
+the 64 MB a server lets wait for one, and the server closed the connection. A
+consumer sequence skipped (a message lost on the way) fails the read rather
+than return an older record.
 :meth:`schedule` is one ``STREAM.MSG.GET`` of the subject's last message;
 :meth:`schedule_log` one consumer on the subject.
 
@@ -58,6 +63,7 @@ only, so a schedule added again meanwhile stays.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -67,14 +73,16 @@ from typing import TYPE_CHECKING
 
 import nats
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header
 from nats.js.errors import APIError, NoStreamResponseError, NotFoundError
 
 from anarchon.errors import ScheduleConflictError
-from anarchon.schedules import LOG_KEEP, TOMBSTONE_MS
+from anarchon.schedules import LOG_KEEP, REUSE_AFTER_MS, TOMBSTONE_MS
 
-from ._names import schedule_subject, schedules_root, schedules_stream
+from ._names import claims_subject, job_filter, schedule_subject, schedules_root, schedules_stream
+from ._records import decode_claim
 from ._stream import StreamNeeds, ensure_stream
 
 __all__ = ["SchedulesMixin"]
@@ -83,6 +91,8 @@ log = logging.getLogger("anarchon.nats")
 
 #: A read of changes that stalls this long is given up.
 READ_TIMEOUT_S = 5.0
+#: The idle heartbeat of a read's consumer (flow control needs one; it also says a stalled read's reply subject).
+HEARTBEAT_S = 1.0
 #: The stream's answer to a publish whose expected last subject sequence is not the subject's.
 WRONG_LAST_SEQUENCE = 10071
 #: Reads and publishes of one change before it is refused as contended (each retry means another writer won).
@@ -91,6 +101,8 @@ CAS_TRIES = 20
 KNOWN_LIVE = 10_000
 #: The schedules stream's duplicate window (no message IDs are used; the server's default).
 DUPLICATE_WINDOW_MS = 120_000
+#: The status of a consumer's control messages (flow control, heartbeats).
+CONTROL_STATUS = "100"
 #: Read the subject's last message before publishing (the first guess of put_schedule).
 _READ = -1
 
@@ -279,16 +291,19 @@ class SchedulesMixin:
         """The stream's messages on ``subject`` that ``policy`` delivers, in stream order, by one consumer.
 
         The consumer's count of pending messages (at its creation, then with each message) says
-        when all were read, so an empty read does not wait for anything.
+        when all were read, so an empty read does not wait for anything. The messages are taken
+        by the subscription's callback: ``next_msg`` costs a task and a timer per message, which
+        was two thirds of reading 100,000 schedules.
         """
         js = self._jetstream()
         assert self._nc is not None
         nc = self._nc
-        skip = len(schedules_root(self.stream, self.prefix)) + 1
+        reader = _Reader(nc, len(schedules_root(self.stream, self.prefix)) + 1)
         inbox = nc.new_inbox()
-        sub = await nc.subscribe(inbox)
+        # No client-side limit: a message dropped as "slow consumer" would be a schedule missed (the
+        # flow control bounds what waits here, and the reader refuses a gap anyway).
+        sub = await nc.subscribe(inbox, cb=reader.take, pending_msgs_limit=0, pending_bytes_limit=0)
         consumer: str | None = None
-        out: list[_Change] = []
         try:
             try:
                 info = await js.add_consumer(
@@ -302,25 +317,18 @@ class SchedulesMixin:
                         mem_storage=True,
                         num_replicas=1,
                         inactive_threshold=READ_TIMEOUT_S,
+                        # Without it the server sends as fast as it reads the stream, and closes the whole
+                        # connection once 64 MB wait for this client (seen reading 300,000 changes).
+                        flow_control=True,
+                        idle_heartbeat=HEARTBEAT_S,
                     ),
                 )
             except NotFoundError:  # no stream: nothing was ever stored
-                return out
+                return []
             consumer = info.name
-            pending = info.num_pending or 0
-            while pending > 0:
-                msg = await sub.next_msg(timeout=READ_TIMEOUT_S)
-                if not msg.reply:  # heartbeats and flow control carry no stream message
-                    continue
-                meta = msg.metadata
-                pending = meta.num_pending
-                name = msg.subject[skip:]
-                if not name or "." in name:
-                    continue  # not a subject this backend writes
-                record, change = decode_change(msg.data)
-                at_ms = int(meta.timestamp.timestamp() * 1000)
-                out.append(_Change(name, int(meta.sequence.stream), record, change, at_ms))
-            return out
+            if info.num_pending:
+                await reader.finished()
+            return reader.out
         finally:
             await sub.unsubscribe()
             if consumer is not None:
@@ -329,14 +337,40 @@ class SchedulesMixin:
                 except Exception as exc:  # it expires by itself after inactive_threshold
                     log.debug("deleting schedules consumer %s failed: %s", consumer, exc)
 
-    async def _purge_tombstones(self, tombstones: list[_Change]) -> None:
-        """Purge the subjects of tombstones older than ``TOMBSTONE_MS`` up to the tombstone, log included.
+    async def forget_removed(self, older_than_ms: int) -> list[str]:
+        """Old tombstones go with their logs, and each name's claims and results unless it is in use.
+
+        NATS keeps no lease, so a name is in use again when its last claim is of a slot more than
+        ``REUSE_AFTER_MS`` after the removal. The tombstone times are the server's, the cutoff this
+        host's clock, as the tombstone purge's own.
+        """
+        if await self.schedules_revision() == 0:
+            return []
+        root = schedules_root(self.stream, self.prefix)
+        cutoff = time.time_ns() // 1_000_000 - older_than_ms
+        changes = await self._read_changes(f"{root}.>", DeliverPolicy.LAST_PER_SUBJECT)
+        old = [c for c in changes if c.record is None and c.at_ms <= cutoff]
+        js = self._jetstream()
+        forgotten = []
+        for t in old:
+            try:
+                claim = decode_claim((await js.get_last_msg(self.stream, claims_subject(self.prefix, t.name))).data)
+            except NotFoundError:  # never claimed, or purged already
+                claim = None
+            if claim is None or claim.slot_ms <= t.at_ms + REUSE_AFTER_MS:
+                await js.purge_stream(self.stream, subject=job_filter(self.prefix, t.name))
+                forgotten.append(t.name)
+        await self._purge_tombstones(old, cutoff + 1)
+        return forgotten
+
+    async def _purge_tombstones(self, tombstones: list[_Change], cutoff: int | None = None) -> None:
+        """Purge the subjects of tombstones older than ``cutoff`` (default ``TOMBSTONE_MS`` ago) up to the tombstone.
 
         Only up to the tombstone's own sequence: a schedule added again after the
         read stays, and a writer that decided on the tombstone is refused by the
         stream and decides again.
         """
-        cutoff = time.time_ns() // 1_000_000 - TOMBSTONE_MS
+        cutoff = time.time_ns() // 1_000_000 - TOMBSTONE_MS if cutoff is None else cutoff
         js = self._jetstream()
         for t in tombstones:
             if t.at_ms >= cutoff:
@@ -344,3 +378,59 @@ class SchedulesMixin:
             subject = schedule_subject(self.stream, self.prefix, t.name)
             with contextlib.suppress(APIError, nats.errors.Error):  # a later reader purges it
                 await js.purge_stream(self._schedules_stream, subject=subject, seq=t.revision + 1)
+
+
+class _Reader:
+    """Takes one consumer's messages in the subscription's callback, until the one with nothing pending after it.
+
+    It answers the consumer's flow control once it has taken every message before it, so
+    the server never gets far ahead of it.
+    """
+
+    def __init__(self, nc: Client, skip: int) -> None:
+        self.nc = nc
+        self.skip = skip  # the length of the subjects' root and its dot: the rest is the name
+        self.out: list[_Change] = []
+        self.delivered = 0  # the consumer sequence of the last message taken
+        self.done = asyncio.Event()
+        self.error: Exception | None = None
+
+    async def take(self, msg: Msg) -> None:
+        if not msg.data and msg.headers and Header.STATUS.value in msg.headers:  # no stream message
+            # Flow control (its reply subject), or a heartbeat (one that says the consumer stalled on a lost reply).
+            answer = msg.reply or msg.headers.get(Header.CONSUMER_STALLED.value)
+            if answer and msg.headers[Header.STATUS.value] == CONTROL_STATUS and not self.done.is_set():
+                await self.nc.publish(answer)
+            return
+        if self.done.is_set():  # messages stored after the last one asked for
+            return
+        try:
+            meta = msg.metadata
+            if meta.sequence.consumer != self.delivered + 1:  # no acks, so no redelivery: a gap is a lost message
+                raise nats.errors.Error(
+                    f"stored schedules: message {self.delivered + 1} of the read is missing "
+                    f"(got {meta.sequence.consumer}); reading again"
+                )
+            self.delivered = meta.sequence.consumer
+            name = msg.subject[self.skip :]
+            if name and "." not in name:  # else not a subject this backend writes
+                record, change = decode_change(msg.data)
+                at_ms = int(meta.timestamp.timestamp() * 1000)
+                self.out.append(_Change(name, int(meta.sequence.stream), record, change, at_ms))
+            if meta.num_pending == 0:
+                self.done.set()
+        except Exception as exc:  # the subscription would only log it: the reader raises it
+            self.error = exc
+            self.done.set()
+
+    async def finished(self) -> None:
+        """Wait for the last message; ``TimeoutError`` when none came for ``READ_TIMEOUT_S``."""
+        taken = -1
+        while not self.done.is_set():
+            if self.delivered == taken:
+                raise nats.errors.TimeoutError
+            taken = self.delivered
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.done.wait(), READ_TIMEOUT_S)
+        if self.error is not None:
+            raise self.error

@@ -170,19 +170,21 @@ class ScheduleStoreTests(SuiteBase):
 
         assert await b.backend.forget_removed(3_600_000) == [], "a tombstone younger than asked was forgotten"
         forgotten = await b.backend.forget_removed(0)
+        leases = isinstance(a.backend, LeaseBackend)  # the claim tier has no lease: a run in flight holds nothing
         assert gone.name in forgotten, f"{gone.name} was not forgotten: {forgotten}"
-        assert busy.name not in forgotten, "a job whose run holds a lease was forgotten"
+        assert (busy.name in forgotten) is not leases, f"a run holding a lease: {busy.name} in {forgotten}"
         assert await b.backend.schedule_log(gone.name) == [], "the change log outlived the tombstone"
         assert await b.backend.schedule_log(busy.name) == [], "the change log outlived the tombstone"
         assert await conformance.history(gone) == [], "the run history of a forgotten schedule is still kept"
-        assert [r.slot_ms for r in await conformance.history(busy)] == [second], "a job in use lost its history"
+        if leases:
+            assert [r.slot_ms for r in await conformance.history(busy)] == [second], "a job in use lost its history"
         if a.backend.capabilities.pause:
             assert gone.name not in {p.job for p in await b.backend.pauses() if p.paused}, "its pause is kept"
         assert await b.backend.forget_removed(0) == [], "forgotten twice"
 
         again = await b.claim(gone, later)  # the name is free again, as if new
         assert again.outcome is Outcome.WON and again.grant is not None
-        if isinstance(a.backend, LeaseBackend):
+        if leases:
             assert won.grant.fencing is not None and again.grant.fencing is not None
             assert again.grant.fencing > won.grant.fencing, "a forgotten job's tokens fell"
             assert await b.finish(again.grant)
