@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -197,3 +198,33 @@ async def test_the_job_page_shows_every_option_as_resolved(store: Any, seed: Any
         section = page[page.index('id="options"') :]
         assert "<code>retries</code> 2" in section and "<code>catch_up</code> each" in section
         assert "<code>max_takeovers</code> 4" in section and "max_attempts" not in section.split("</div></div>")[0]
+
+
+async def test_history_filters_by_a_time_range_and_refuses_a_bad_one(store: Any, seed: Any, fixed_clock: Any) -> None:
+    seeded = await seed(store)
+
+    def iso(ms: int, offset: str = "") -> str:
+        moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        if offset:
+            moment = moment.astimezone(timezone(timedelta(hours=int(offset[:3]))))
+        return moment.replace(tzinfo=None).isoformat() + offset
+
+    with dashboard(store, seeded, fixed_clock) as client:
+        path = f"/jobs/{seeded.job.name}"
+        every = client.get(path, params={"format": "json"}).json()["runs"]
+        ranged = client.get(path, params={"format": "json", "from": iso(seeded.slot(2)), "to": iso(seeded.slot(9))})
+        assert ranged.status_code == 200, ranged.text
+        slots = [r["slot_ms"] for r in ranged.json()["runs"]]
+        expected = [r["slot_ms"] for r in every if seeded.slot(2) <= r["slot_ms"] <= seeded.slot(9)]
+        assert slots == expected and 0 < len(slots) < len(every), (slots, expected)
+        shifted = client.get(path, params={"format": "json", "from": iso(seeded.slot(2), "+02:00")})
+        assert [r["slot_ms"] for r in shifted.json()["runs"]] == [
+            r["slot_ms"] for r in every if r["slot_ms"] >= seeded.slot(2)
+        ]
+        page = client.get(path, params={"from": iso(seeded.slot(2))}).text
+        assert f'name="from" value="{iso(seeded.slot(2))}"' in page, "the filter's value is not kept on the page"
+        for bad in ("yesterday", "2026-12-05T\u0661\u0664:00", "2026-13-01"):
+            refused = client.get(path, params={"format": "json", "from": bad})
+            assert refused.status_code == 400 and "from=" in refused.json()["error"], (bad, refused.text)
+        backwards = client.get(path, params={"format": "json", "from": iso(seeded.slot(9)), "to": iso(seeded.slot(2))})
+        assert backwards.status_code == 400 and "before from=" in backwards.json()["error"]

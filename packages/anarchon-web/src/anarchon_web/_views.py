@@ -10,12 +10,14 @@ before anything reaches a backend.
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from anarchon import AnarchonError, Job, Run, RunStatus
+from anarchon.run import datetime_to_ms
 
 from . import _csrf
 from ._figures import figures
@@ -46,6 +48,23 @@ def _int_param(request: Request, name: str, default: int, high: int) -> int:
     if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= high:
         raise BadRequest(f"{name}={raw!r} is not usable: give an integer from 1 to {high}")
     return int(raw)
+
+
+def _time_param(request: Request, name: str) -> int | None:
+    """``from``/``to`` as epoch ms: an ISO 8601 date or time, UTC unless it names an offset."""
+    raw = request.query_params.get(name, "")
+    if not raw:
+        return None
+    try:
+        if not raw.isascii() or len(raw) > 40:  # fromisoformat reads non-ASCII digits too
+            raise ValueError
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        raise BadRequest(
+            f"{name}={raw!r} is not a time: give an ISO 8601 date or time in UTC, e.g. 2026-12-05 or "
+            "2026-12-05T14:30, or one with its offset (2026-12-05T14:30+01:00)"
+        ) from None
+    return datetime_to_ms(moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
 
 
 class Views:
@@ -158,12 +177,17 @@ class Views:
         if instance and instance not in instances:
             raise BadRequest(f"instance={instance!r} ran nothing in this job's history; instances: {instances}")
         manual = _MANUAL[manual_raw]
+        since, until = _time_param(request, "from"), _time_param(request, "to")
+        if since is not None and until is not None and until < since:
+            raise BadRequest("to= is before from=: give a range whose end is at or after its start")
         chosen = [
             r
             for r in runs
             if (not status or r.status.value == status)
             and (not instance or r.instance == instance)
             and (manual is None or r.manual is manual)
+            and (since is None or r.slot_ms >= since)
+            and (until is None or r.slot_ms <= until)
         ]
         per_page = _int_param(request, "per_page", 50, 1000)
         pages = max(1, math.ceil(len(chosen) / per_page))
@@ -176,7 +200,8 @@ class Views:
         data = {
             "now": utc(now), "backend": self.source.backend_label, "kind": self.source.kind,
             "job": job_dict(job), "next": next_slots(job, now, 5), "figures": figures(runs).to_dict(),
-            "filters": {"status": status, "instance": instance, "manual": manual_raw},
+            "filters": {"status": status, "instance": instance, "manual": manual_raw,
+                        "from": request.query_params.get("from", ""), "to": request.query_params.get("to", "")},
             "instances": instances, "statuses": [s.value for s in RunStatus],
             "page": page, "pages": pages, "per_page": per_page, "total": len(chosen), "read": len(runs),
             "runs": [run_dict(r) for r in chosen[(page - 1) * per_page : page * per_page]],
