@@ -18,6 +18,7 @@ from anarchon_conformance import (
     PlantForeignRecord,
     RegistryTests,
     ReviveTests,
+    ScheduleNotifyTests,
     ScheduleStoreTests,
 )
 from anarchon_redis import RedisBackend
@@ -81,7 +82,14 @@ class TestRedisConformance(BackendSuite, HistoryLimitTests):
 
 
 class TestRedisClusterConformance(
-    ClaimTests, LeaseTests, BackfillTests, ReviveTests, LivenessTests, RegistryTests, ScheduleStoreTests
+    ClaimTests,
+    LeaseTests,
+    BackfillTests,
+    ReviveTests,
+    LivenessTests,
+    RegistryTests,
+    ScheduleStoreTests,
+    ScheduleNotifyTests,
 ):
     @pytest.fixture
     async def backend_factory(self, cluster_url: str) -> AsyncIterator[BackendFactory]:

@@ -182,6 +182,26 @@ _CASES: dict[str, tuple[str, set[str], set[str]]] = {
         },
         {f"test_same_answers_as_the_memory_store[{seed}]" for seed in range(16)},
     ),
+    "deaf_schedule_wait": (
+        '''
+        class DeafMemoryBackend(MemoryBackend):
+            """Declares schedule_notify, but its wait sleeps through every change and says it listened."""
+
+            async def wait_schedules(self, revision, timeout_ms):
+                await asyncio.sleep(timeout_ms / 1000)
+                return True
+
+
+        class TestDeafMemoryBackend(BackendSuite):
+            @pytest.fixture
+            def backend_factory(self):
+                store = MemoryStore()
+                return lambda: DeafMemoryBackend(store)
+        ''',
+        {"test_a_change_ends_another_instances_wait", "test_a_change_notified_before_the_wait_ends_it_at_once"},
+        # Its instances then poll every 10 s only, so a change reaches the fleet late.
+        {"test_three_instances_follow_add_change_and_removal_slot_by_slot"},
+    ),
 }
 
 

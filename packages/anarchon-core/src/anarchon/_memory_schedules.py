@@ -3,10 +3,14 @@
 One counter for every change, a record or a tombstone per name, and each
 name's change log, all under the store's lock, so each change is one atomic
 step as the contract asks (:meth:`~anarchon.backend.Backend.put_schedule`).
+Each change wakes every :meth:`~MemorySchedules.wait` (capability
+``schedule_notify``), in whichever thread's event loop it waits.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Protocol
@@ -33,6 +37,8 @@ class MemorySchedules:
         #: name -> (record or None for a tombstone, revision, changed at ms)
         self._rows: dict[str, tuple[str | None, int, int]] = {}
         self._logs: dict[str, list[tuple[int, str]]] = {}
+        #: The waits in progress, each with its event loop (several backends may share the store across threads).
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     def put(self, name: str, record: str | None, expect: int | None, change: str) -> int:
         with self._store._lock:
@@ -49,7 +55,27 @@ class MemorySchedules:
             log = self._logs.setdefault(name, [])
             log.append((self.revision, change))
             del log[:-LOG_KEEP]
+            for loop, waiter in self._waiters:
+                with contextlib.suppress(RuntimeError):  # that loop is closed
+                    loop.call_soon_threadsafe(_wake, waiter)
             return self.revision
+
+    async def wait(self, revision: int, timeout_ms: int) -> bool:
+        """Until the counter is past ``revision`` (at once if it is), at most ``timeout_ms``; always "listening"."""
+        loop = asyncio.get_running_loop()
+        entry = (loop, loop.create_future())
+        with self._store._lock:
+            if self.revision > revision:
+                return True
+            self._waiters.append(entry)
+        try:
+            await asyncio.wait_for(entry[1], timeout_ms / 1000)
+        except TimeoutError:
+            pass
+        finally:
+            with self._store._lock:
+                self._waiters.remove(entry)
+        return True
 
     def forget(self, older_than_ms: int) -> list[str]:
         with self._store._lock:
@@ -101,5 +127,13 @@ class SchedulesMixin:
     async def schedule_log(self, name: str) -> list[tuple[int, str]]:
         return self.store.schedules.log(name)
 
+    async def wait_schedules(self, revision: int, timeout_ms: int) -> bool:
+        return await self.store.schedules.wait(revision, timeout_ms)
+
     async def forget_removed(self, older_than_ms: int) -> list[str]:
         return self.store.schedules.forget(older_than_ms)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

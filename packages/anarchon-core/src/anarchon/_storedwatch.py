@@ -3,9 +3,18 @@
 Once before the first claim, every stored schedule is read; then, every
 :data:`~anarchon.schedules.POLL_MS` (± 25 %), the backend's change counter is
 read (one small read) and, only when it moved, the changes after the revision
-this instance holds. A new or changed schedule becomes a job of its name here
-(the old definition's timer entries are dropped with it, so a changed cron never
-runs a slot of the old one once seen); a removed one stops being a job. An
+this instance holds. Between two polls the watch waits through the backend
+(:meth:`~anarchon.backend.Backend.wait_schedules`): a backend that notifies
+changes (capability ``schedule_notify``) ends the wait when one comes, so the
+poll runs at once, and while its subscription is live the poll waits
+:data:`~anarchon.schedules.NOTIFIED_POLL_MS` (± 25 %) instead, only to catch
+a notification lost on the way; a backend without one sleeps. Polls woken by a
+burst of changes are at least :data:`BURST_GAP_S` apart, and after a failed
+poll the next one comes a short poll later, whatever the backend says.
+
+A new or changed schedule becomes a job of its name here (the old
+definition's timer entries are dropped with it, so a changed cron never runs
+a slot of the old one once seen); a removed one stops being a job. An
 instance without the task adds no job, so it never claims the schedule's slots.
 
 A record this version cannot read, or one its task cannot take (unknown keyword
@@ -28,11 +37,14 @@ from .clock import Clock
 from .errortext import clean_text
 from .fleet import Fleet
 from .job import Job
-from .schedules import POLL_MS, TOMBSTONE_MS, StoredSchedule
+from .schedules import NOTIFIED_POLL_MS, POLL_MS, TOMBSTONE_MS, StoredSchedule
 
 __all__ = ["StoredWatch"]
 
 log = logging.getLogger("anarchon.schedules")
+
+#: The least time between the starts of two polls: a burst of changes (an ``apply`` of many) is read in a few polls.
+BURST_GAP_S = 0.1
 
 
 class TaskCall(functools.partial[Any]):
@@ -99,6 +111,7 @@ class StoredWatch:
         self.installed: set[str] = set()
         self.waiting: dict[str, StoredSchedule] = {}
         self._reported: set[tuple[str, int]] = set()
+        self._wait_failed = False
 
     async def load(self) -> None:
         """Read every stored schedule; called before the first claim and after a long cut-off."""
@@ -130,14 +143,40 @@ class StoredWatch:
     async def run_forever(self) -> None:
         if not self._enabled:
             return
+        loop = asyncio.get_running_loop()
+        listening = failed = False
+        polled = float("-inf")
         while not self._stopping():
-            await asyncio.sleep(POLL_MS / 1000 * random.uniform(0.75, 1.25))
+            period = NOTIFIED_POLL_MS if listening and not failed else POLL_MS
+            timeout_ms = round(period * random.uniform(0.75, 1.25))
+            if failed:  # never a burst of polls of a failing backend, whatever a notification says
+                await asyncio.sleep(timeout_ms / 1000)
+            else:
+                listening = await self._wait(timeout_ms)
             if self._stopping():
                 return
+            await asyncio.sleep(max(polled + BURST_GAP_S - loop.time(), 0))
+            polled = loop.time()
             try:
                 await self.poll()
+                failed = False
             except Exception as exc:  # the schedules stay as last read
+                failed = True
                 self._health.failed("schedules", exc)
+
+    async def _wait(self, timeout_ms: int) -> bool:
+        """The backend's wait; one that raises (the contract says it must not) is slept out, never spun on."""
+        began = asyncio.get_running_loop().time()
+        try:
+            listening = await self._backend.wait_schedules(self.revision, timeout_ms)
+        except Exception as exc:
+            if not self._wait_failed:
+                log.warning("backend %r: wait_schedules() raised %s; sleeping between polls", self._backend, exc)
+            self._wait_failed = True
+            await asyncio.sleep(max(began + timeout_ms / 1000 - asyncio.get_running_loop().time(), 0))
+            return False
+        self._wait_failed = False
+        return bool(listening)
 
     def _apply(self, name: str, record: str | None, revision: int) -> None:
         if record is not None and self.revisions.get(name) == revision:

@@ -129,6 +129,8 @@ Stored schedules (optional, ``capabilities.schedules``; see :mod:`anarchon.sched
       cheap read), :meth:`~Backend.schedules_since` what changed after a
       revision, :meth:`~Backend.schedule` one record, :meth:`~Backend.schedule_log`
       one schedule's changes. Records and change texts are kept as given.
+    * :meth:`~Backend.wait_schedules` waits between polls; with ``capabilities.schedule_notify`` the store's notice
+      of a change ends it (the kit: :class:`anarchon.listener.ScheduleListener`), and the poll is the fallback.
 
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
@@ -145,6 +147,7 @@ bounded and storable anywhere). They live in :mod:`anarchon.records` and
 from __future__ import annotations
 
 import abc
+import asyncio
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -207,6 +210,11 @@ class Backend(abc.ABC):
             raise TypeError(
                 f"{cls.__name__}: capabilities.liveness=True needs a LeaseBackend that overrides heart(); "
                 "implement heart() or set liveness=False"
+            )
+        if caps.schedule_notify and (not caps.schedules or cls.wait_schedules is Backend.wait_schedules):
+            raise TypeError(
+                f"{cls.__name__}: capabilities.schedule_notify=True needs schedules=True and an override of "
+                "wait_schedules() that the store's notification ends; implement it or set schedule_notify=False"
             )
 
     #: Short name used by ``anarchon backends`` and in error messages.
@@ -397,6 +405,17 @@ class Backend(abc.ABC):
     async def schedule_log(self, name: str) -> list[tuple[int, str]]:
         """``(revision, change)`` of the schedule's kept changes, oldest first."""
         raise self._unsupported("schedule_log()", "schedules")
+
+    async def wait_schedules(self, revision: int, timeout_ms: int) -> bool:
+        """Wait until the stored schedules may have moved past ``revision`` (at most ``timeout_ms``); then one polls.
+
+        ``True`` when it waited on a live subscription to the store's changes, which a change after ``revision``
+        (also one notified before the call) ends at once: the caller may poll seldom. ``False`` when it only slept.
+        It may end early with nothing new (a subscription just made). A lost connection is never raised: it sleeps.
+        This default sleeps: the poll, the fallback of every backend.
+        """
+        await asyncio.sleep(timeout_ms / 1000)
+        return False
 
     async def forget_removed(self, older_than_ms: int) -> list[str]:
         """Drop what the referee keeps of schedules removed more than ``older_than_ms`` ago; the names forgotten.

@@ -44,6 +44,10 @@ class Capabilities:
     #: Stored schedules (:mod:`anarchon.schedules`): schedules kept in the backend with a revision
     #: each and a change log, changed at runtime, and read by every instance that has their task.
     schedules: bool = False
+    #: The store tells each instance of a schedule change (PostgreSQL ``NOTIFY``, Redis ``PUBLISH``):
+    #: :meth:`Backend.wait_schedules` returns at once, so instances follow a change without waiting
+    #: for a poll, and poll only as the fallback, every :data:`~anarchon.schedules.NOTIFIED_POLL_MS`.
+    schedule_notify: bool = False
     #: The guarantee report (:mod:`anarchon.guarantees`): :meth:`Backend.guarantees` reads the
     #: store's own settings and says what it promises across a failover or a restart.
     guarantees: bool = False

@@ -333,6 +333,7 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, LeaseBackend):
         trigger=True,
         registry=True,
         schedules=True,
+        schedule_notify=True,
         guarantees=True,
     )
     store: MemoryStore

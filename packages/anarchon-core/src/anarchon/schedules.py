@@ -13,7 +13,10 @@ revision the writer read (``if_revision``), so two operators never lose each
 other's changes silently; every change is logged with who, when, what and
 why. Instances read the backend's change counter every
 :data:`POLL_MS` and only what changed after the revision they hold, so a
-change costs the referee one write and each instance one small read.
+change costs the referee one write and each instance one small read. Where
+the backend notifies changes (capability ``schedule_notify``), a change
+wakes every instance at once and the counter is read every
+:data:`NOTIFIED_POLL_MS` only, to catch a notification lost on the way.
 
 This module is the record and its checks; :class:`~anarchon.Schedules` (in
 ``anarchon._schedule_admin``) changes them, ``anarchon._storedwatch`` runs them.
@@ -39,6 +42,7 @@ from .options import check_job_name
 __all__ = [
     "FORGET_AFTER_MS",
     "LOG_KEEP",
+    "NOTIFIED_POLL_MS",
     "POLL_MS",
     "REUSE_AFTER_MS",
     "TOMBSTONE_MS",
@@ -53,6 +57,9 @@ __all__ = [
 
 #: How often each instance reads the backend's schedule counter (one small read).
 POLL_MS = 1000
+#: The same while the backend's notification of changes is live (capability ``schedule_notify``): a
+#: change wakes every instance at once, so this poll only catches a notification lost on the way.
+NOTIFIED_POLL_MS = 10_000
 #: How long a removed schedule's tombstone (and its change log) is kept; an instance that could
 #: not read the backend for longer than half of it reads every schedule again.
 TOMBSTONE_MS = 24 * 3600 * 1000

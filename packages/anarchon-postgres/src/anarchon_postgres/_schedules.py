@@ -20,6 +20,7 @@ from anarchon.errors import ScheduleConflictError
 from anarchon.options import check_job_name
 from anarchon.schedules import LOG_KEEP, REUSE_AFTER_MS, TOMBSTONE_MS
 
+from ._listen import NotifyMixin
 from ._schema import quote_schema, render_sql
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ def _statements(schema: str) -> _Statements:
     )
 
 
-class SchedulesMixin:
-    """Mixed into :class:`~anarchon_postgres.PostgresBackend`."""
+class SchedulesMixin(NotifyMixin):
+    """Mixed into :class:`~anarchon_postgres.PostgresBackend`; ``wait_schedules`` is :class:`._listen.NotifyMixin`'s."""
 
     schema: str
     _timeout: float

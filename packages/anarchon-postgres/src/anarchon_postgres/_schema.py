@@ -12,6 +12,7 @@ a query parameter.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import re
 from collections.abc import Callable
@@ -28,6 +29,7 @@ __all__ = [
     "migration_steps",
     "quote_schema",
     "render_sql",
+    "schedules_channel",
 ]
 
 log = logging.getLogger("anarchon.postgres")
@@ -58,8 +60,31 @@ def quote_schema(schema: str) -> str:
     return f'"{check_schema_name(schema)}"'
 
 
+#: PostgreSQL's longest identifier (NAMEDATALEN - 1), a channel name included: ``pg_notify`` refuses a longer one.
+_NAME_MAX = 63
+_CHANNEL = re.compile(r"[A-Za-z0-9_]{1,63}")
+
+
+def schedules_channel(schema: str) -> str:
+    """The channel the schema's stored-schedule changes are notified on (``pg_notify``, ``LISTEN``).
+
+    ``anarchon_schedules_<schema>``, made from the checked schema name only, so
+    letters, digits and ``_``; past 63 characters its end is a hash of the
+    schema, so two schemas never share one (if two did, each would wake the
+    other's instances for one poll more, nothing worse). Case is kept: asyncpg
+    quotes the name it listens on, and ``pg_notify`` takes it as it is.
+    """
+    channel = f"anarchon_schedules_{check_schema_name(schema)}"
+    if len(channel) > _NAME_MAX:
+        channel = f"{channel[: _NAME_MAX - 13]}_{hashlib.sha256(schema.encode()).hexdigest()[:12]}"
+    if not _CHANNEL.fullmatch(channel):
+        raise ValueError(f"schedules channel {channel!r} is not a plain identifier")
+    return channel
+
+
 #: What the resource files under ``sql/`` may ask to have filled in: the
-#: quoted schema, and the server's clock in milliseconds.
+#: quoted schema, the server's clock in milliseconds, and the schema's
+#: schedules channel as a string literal (:func:`schedules_channel`).
 _NOW_MS = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 _PLACEHOLDER = re.compile(r"@([a-z_]+)@")
 _INCLUDE = re.compile(r"^-- @include ([a-z0-9_]+\.sql)$", re.MULTILINE)
@@ -76,14 +101,15 @@ def render_sql(name: str, quoted_schema: str) -> str:
 
     ``-- @include other.sql`` lines are replaced by that file; ``@schema@`` by
     the schema name, which must come quoted from :func:`quote_schema` (checked
-    again here), ``@now_ms@`` by the server-clock expression. Any other
-    placeholder is a bug in the file and fails loudly.
+    again here), ``@now_ms@`` by the server-clock expression, ``@channel@`` by
+    the schema's :func:`schedules_channel` in quotes. Any other placeholder is
+    a bug in the file and fails loudly.
     """
     if not (quoted_schema.startswith('"') and quoted_schema.endswith('"')):
         raise ValueError(f"render_sql needs a schema quoted by quote_schema(), got {quoted_schema!r}")
     check_schema_name(quoted_schema[1:-1])
     text = _INCLUDE.sub(lambda m: _resource(m.group(1)), _resource(name))
-    values = {"schema": quoted_schema, "now_ms": _NOW_MS}
+    values = {"schema": quoted_schema, "now_ms": _NOW_MS, "channel": f"'{schedules_channel(quoted_schema[1:-1])}'"}
 
     def fill(m: re.Match[str]) -> str:
         if m.group(1) not in values:
@@ -114,6 +140,7 @@ _MIGRATIONS = (
     _migration("migration_7.sql"),  # registry: each live instance's head and job definitions
     _migration("migration_8.sql"),  # stored schedules: records by revision, their logs, one counter
     _migration("migration_9.sql"),  # a job's fencing counter starts at the clock (fencing_floor), not 0
+    _migration("migration_10.sql"),  # put_schedule notifies each change (pg_notify) for the instances' LISTEN
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

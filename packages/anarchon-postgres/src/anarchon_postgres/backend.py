@@ -88,6 +88,7 @@ class PostgresBackend(
         trigger=True,
         registry=True,
         schedules=True,
+        schedule_notify=True,
         guarantees=True,
     )
 
@@ -211,6 +212,7 @@ class PostgresBackend(
     async def close(self) -> None:
         if self._finishes is not None:
             await self._finishes.drain()
+        await self._close_listener()
         await self._drop_own_pool()
 
     # -- claiming -----------------------------------------------------------

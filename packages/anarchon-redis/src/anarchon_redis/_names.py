@@ -80,6 +80,11 @@ class Keyspace:
         return tag + "revision", tag + "records", tag + "changes", tag + "removed", tag + "logs"
 
     @property
+    def schedules_channel(self) -> str:
+        """The channel each stored-schedule change is published on (its revision); the same hash tag as the keys."""
+        return f"{self.prefix}{{schedules}}:changed"
+
+    @property
     def pattern(self) -> str:
         """Glob matching every key of this prefix (the prefix has no glob characters)."""
         return f"{self.prefix}*"

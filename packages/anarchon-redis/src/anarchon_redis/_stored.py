@@ -9,7 +9,9 @@ tombstones scored by when, for the purge after
 change log (a JSON list of ``[revision, change]``, the last
 :data:`~anarchon.schedules.LOG_KEEP`). The log is a field, not a key per
 name, so the script touches only keys it declares. Every instance's poll is
-one ``GET``; reading the changed records is ``HMGET`` by the thousand.
+one ``GET``; reading the changed records is ``HMGET`` by the thousand. The
+script also publishes each change's revision on ``<prefix>{schedules}:changed``,
+which every instance's subscription hears (:mod:`._notify`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from anarchon.options import check_job_name
 from anarchon.schedules import LOG_KEEP, REUSE_AFTER_MS, TOMBSTONE_MS
 
 from . import _scripts as S
+from ._notify import NotifyMixin
 from ._records import text
 
 if TYPE_CHECKING:
@@ -33,8 +36,8 @@ __all__ = ["StoredMixin"]
 CHUNK = 1000
 
 
-class StoredMixin:
-    """Mixed into :class:`~anarchon_redis.RedisBackend`."""
+class StoredMixin(NotifyMixin):
+    """Mixed into :class:`~anarchon_redis.RedisBackend`; ``wait_schedules`` is :class:`._notify.NotifyMixin`'s."""
 
     _keys: Keyspace
 
@@ -52,7 +55,8 @@ class StoredMixin:
     async def put_schedule(self, name: str, record: str | None, *, expect: int | None, change: str) -> int:
         check_job_name(name)
         args = [name, record or "", "1" if record is None else "0", "" if expect is None else expect, change]
-        done, number = await self._call(S.SCHEDULE_PUT, list(self._keys.schedules), [*args, TOMBSTONE_MS, LOG_KEEP])
+        args += [TOMBSTONE_MS, LOG_KEEP, self._keys.schedules_channel]
+        done, number = await self._call(S.SCHEDULE_PUT, list(self._keys.schedules), args)
         if int(done) == 0:
             raise ScheduleConflictError(name, expect, int(number))
         return int(number)

@@ -111,6 +111,7 @@ class RedisBackend(
         trigger=True,
         registry=True,
         schedules=True,
+        schedule_notify=True,
         guarantees=True,
     )
 
@@ -206,6 +207,7 @@ class RedisBackend(
 
     async def close(self) -> None:
         await self._batch.drain()
+        await self._close_listener()
         if self._owns_client and self._client is not None:
             client, self._client = self._client, None
             await client.aclose()

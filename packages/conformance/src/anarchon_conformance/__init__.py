@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ._requires import gated, requires
     from ._revive import ReviveTests
     from ._robust import HistoryLimitTests, PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
+    from ._schedule_notify import ScheduleNotifyTests
     from ._scheduler import SchedulerTests
     from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
     from ._suite import BackendSuite
@@ -67,6 +68,7 @@ __all__ = [
     "RegistryTests",
     "ReviveTests",
     "RobustnessTests",
+    "ScheduleNotifyTests",
     "ScheduleStoreRefusalTests",
     "ScheduleStoreTests",
     "SchedulerRobustnessTests",
@@ -117,6 +119,7 @@ _HOME = {
     "ReviveTests": "_revive",
     "RegistryRefusalTests": "_registry",
     "RegistryTests": "_registry",
+    "ScheduleNotifyTests": "_schedule_notify",
     "ScheduleStoreRefusalTests": "_schedules",
     "ScheduleStoreTests": "_schedules",
     "StoredScheduleFleetTests": "_schedules",

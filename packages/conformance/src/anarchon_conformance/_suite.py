@@ -15,6 +15,7 @@ from ._reference import ReferenceTests
 from ._registry import RegistryRefusalTests, RegistryTests
 from ._revive import ReviveTests
 from ._robust import RobustnessTests, SchedulerRobustnessTests
+from ._schedule_notify import ScheduleNotifyTests
 from ._scheduler import SchedulerTests
 from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
 
@@ -44,6 +45,7 @@ class BackendSuite(
     ScheduleStoreTests,
     StoredScheduleFleetTests,
     ScheduleStoreRefusalTests,
+    ScheduleNotifyTests,
     GuaranteeReportTests,
     NoGuaranteeReportTests,
 ):

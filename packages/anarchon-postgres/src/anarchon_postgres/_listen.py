@@ -1,0 +1,131 @@
+"""Stored-schedule changes pushed: ``LISTEN`` on a connection of the backend's own (capability ``schedule_notify``).
+
+``put_schedule`` (migration 10) calls ``pg_notify`` on the schema's channel
+(:func:`._schema.schedules_channel`) with the new revision, in the change's
+transaction, so PostgreSQL delivers it at commit to every session listening.
+Each backend object listens on one connection of its own, opened by its
+instance's first wait (never by ``start()``, so the CLI and the dashboard hold
+none) and closed by :meth:`~anarchon_postgres.PostgresBackend.close`: one
+connection more per instance, beside the pool's and the heartbeat's. The
+rules of the wait (a new subscription answers at once, a quiet wait pings,
+a lost connection falls back to the poll) are :class:`anarchon.listener.ScheduleListener`'s.
+
+A backend on a caller's ``pool`` does not listen: it does not know how that
+pool connects, and a connection held for good from it would be one the
+caller counted on. Its instances poll every second, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import asyncpg  # type: ignore[import-untyped]
+
+from anarchon.backend import Backend
+from anarchon.listener import ScheduleListener
+
+from ._full import NoFreeConnection
+from ._schema import quote_schema, render_sql, schedules_channel
+
+__all__ = ["NotifyMixin", "PostgresListener"]
+
+
+class PostgresListener(ScheduleListener):
+    def __init__(
+        self,
+        what: str,
+        dsn: str,
+        channel: str,
+        ping_sql: str,
+        *,
+        timeout_s: float,
+        settings: Mapping[str, str],
+        no_free: NoFreeConnection,
+    ) -> None:
+        super().__init__(what)
+        self._dsn = dsn
+        self.channel = channel
+        self._ping_sql = ping_sql
+        self._timeout = timeout_s
+        self._settings = dict(settings)
+        self._no_free = no_free
+        self._conn: asyncpg.Connection | None = None
+
+    async def subscribe(self) -> None:
+        try:
+            conn = await asyncpg.connect(
+                self._dsn, timeout=self._timeout, command_timeout=self._timeout, server_settings=self._settings
+            )
+        except asyncpg.TooManyConnectionsError as exc:
+            raise self._no_free.error(exc, starting=False) from exc
+        self._conn = conn
+        conn.add_termination_listener(self._ended)
+        await asyncio.wait_for(conn.add_listener(self.channel, self._heard), self._timeout)
+
+    def _heard(self, conn: asyncpg.Connection, pid: int, channel: str, payload: str) -> None:
+        if conn is self._conn:
+            self.changed(payload)
+
+    def _ended(self, conn: asyncpg.Connection) -> None:
+        if conn is self._conn:
+            self.lost("the connection closed")
+
+    async def ping(self) -> None:
+        conn = self._conn
+        if conn is None or conn.is_closed():
+            raise ConnectionError("the listening connection is closed")
+        await conn.fetchval(self._ping_sql, timeout=self._timeout)
+
+    async def unsubscribe(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            await asyncio.wait_for(conn.close(), self._timeout)
+        except Exception:
+            with contextlib.suppress(Exception):
+                conn.terminate()
+        except BaseException:  # cancelled: close it all the same, and let the cancellation go on
+            with contextlib.suppress(Exception):
+                conn.terminate()
+            raise
+
+
+class NotifyMixin:
+    """Mixed into :class:`~anarchon_postgres.PostgresBackend`: ``wait_schedules`` on a :class:`PostgresListener`."""
+
+    schema: str
+    _dsn: str
+    _timeout: float
+    _own_pool: bool
+    _read_only: bool
+    _listener: PostgresListener | None = None
+
+    if TYPE_CHECKING:  # the backend's own, used here
+
+        def _settings(self) -> dict[str, str]: ...
+
+        def _no_free_connection(self) -> NoFreeConnection: ...
+
+    async def wait_schedules(self, revision: int, timeout_ms: int) -> bool:
+        if not self._own_pool or self._read_only:  # a caller's pool, or a look: the poll
+            return await Backend.wait_schedules(self, revision, timeout_ms)  # type: ignore[arg-type]
+        if self._listener is None:
+            self._listener = PostgresListener(
+                repr(self),
+                self._dsn,
+                schedules_channel(self.schema),
+                render_sql("statement_now_ms.sql", quote_schema(self.schema)).strip(),
+                timeout_s=self._timeout,
+                settings=self._settings(),
+                no_free=self._no_free_connection(),
+            )
+        return await self._listener.wait(revision, timeout_ms)
+
+    async def _close_listener(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.close()

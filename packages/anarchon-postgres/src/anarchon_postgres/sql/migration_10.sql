@@ -1,0 +1,6 @@
+-- Version 10: every stored-schedule change is notified, in its own transaction,
+-- on the schema's channel (pg_notify, payload the new revision), so each
+-- instance's LISTEN (a connection of its own, made by its first wait) wakes its
+-- poll at once rather than at the next one. Same function, same arguments:
+-- older releases call it as before, and their changes are notified too.
+-- @include schedule_put_function.sql
