@@ -66,7 +66,11 @@ async def test_a_killed_subscription_falls_back_to_the_poll_and_subscribes_again
     await asyncio.sleep(0)
     client = single.raw()
     try:  # only this subscription's connection: other clients of the shared server keep theirs
-        assert await client.execute_command("CLIENT", "KILL", "ADDR", f"{host}:{port}") in (True, "OK", b"OK")
+        if await client.execute_command("CLIENT", "KILL", "ADDR", f"{host}:{port}") not in (True, "OK", b"OK"):
+            # Behind docker's port proxy the server sees the proxy's address; that server is this run's own,
+            # and the reader's subscription, made just now, is its newest subscriber.
+            newest = min(await client.client_list(_type="pubsub"), key=lambda c: int(c["age"]))
+            assert await client.client_kill_filter(_id=newest["id"]) == 1
     finally:
         await client.aclose()
     assert await asyncio.wait_for(waiting, 5) is False, "a lost subscription must end the wait with False, not raise"
