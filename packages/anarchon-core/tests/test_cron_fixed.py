@@ -13,7 +13,9 @@ from anarchon.cron import Schedule
 DAY_MS = 86_400_000
 
 
-@pytest.mark.parametrize(("text", "period_s"), [("@every 90s", 90), ("@every 1h30m", 5400), ("@EVERY 2d", 172_800)])
+@pytest.mark.parametrize(
+    ("text", "period_s"), [("@every 90s", 90), ("@every 1h30m", 5400), ("@EVERY 2d", 172_800), ("@every\t30s", 30)]
+)
 def test_every_is_a_grid_from_the_epoch_that_does_not_depend_on_where_a_query_starts(text: str, period_s: int) -> None:
     schedule = Schedule(text)
     period = period_s * 1000

@@ -184,9 +184,6 @@ class Schedules:
         """
         if every is not None or at is not None or cron is not _KEEP:
             cron = schedule_text(cron=None if cron is _KEEP else cron, every=every, at=at)
-            when_changed = True
-        else:
-            when_changed = False
         async with self._backend() as backend:
             found = await backend.schedule(check_job_name(name))
             if found is None:
@@ -208,7 +205,7 @@ class Schedules:
                 before.origin if origin is _KEEP else origin,
                 by,
             )
-            if when_changed and after.cron != before.cron and not force:
+            if cron is not _KEEP and after.cron != before.cron and not force:
                 check_not_passed(after, _now_ms())
             if after.task != before.task:
                 await self._check_fleet(backend, after, force)

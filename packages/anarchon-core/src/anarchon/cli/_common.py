@@ -24,7 +24,7 @@ from ..plugins import PluginManager
 from ..run import Run
 from ..scheduler import Scheduler
 
-__all__ = ["BACKEND_ENV", "UsageError", "load_scheduler", "reading", "resolve", "table", "utc"]
+__all__ = ["BACKEND_ENV", "UsageError", "iso", "load_scheduler", "reading", "resolve", "table", "utc"]
 
 #: The variable ``Scheduler(backend=None)`` reads; named here too, since the core's own constant
 #: moves between modules while the scheduler is split up (issue 14).
@@ -93,6 +93,11 @@ async def reading(backend: Backend) -> AsyncIterator[Backend]:
 
 def utc(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z" if moment else "-"
+
+
+def iso(moment: datetime | None) -> str | None:
+    """A UTC instant for ``--json``: ISO 8601 ending in ``Z``; ``None`` (no next slot) stays ``None``."""
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

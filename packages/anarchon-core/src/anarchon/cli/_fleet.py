@@ -17,7 +17,7 @@ from ..cron import Schedule
 from ..errors import JobNotFoundError, UnsupportedOperationError
 from ..fleet import Fleet, FleetJob, read_fleet
 from ..run import ms_to_datetime
-from ._common import print_json, reading, resolve, table, utc
+from ._common import iso, print_json, reading, resolve, table, utc
 
 __all__ = ["check_known", "fleet", "fleet_jobs", "job_rows"]
 
@@ -71,7 +71,7 @@ def _next_slot(fleet_view: Fleet, job: FleetJob, now_ms: int) -> str | None:
     except (ValueError, TypeError):  # a definition of another version: shown without a next slot
         return None
     slot = schedule.next_or_none(now_ms)
-    return None if slot is None else ms_to_datetime(slot).isoformat().replace("+00:00", "Z")
+    return iso(None if slot is None else ms_to_datetime(slot))
 
 
 async def job_rows(backend: Backend, view: Fleet) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from ..errors import JobNotFoundError
 from ..options import check_job_name
 from ..plugins import PluginManager
-from ._common import print_json, print_runs, reading, resolve, table, utc
+from ._common import iso, print_json, print_runs, reading, resolve, table, utc
 from ._fleet import check_known, fleet_jobs
 
 __all__ = ["backends", "history", "jobs"]
@@ -47,7 +47,7 @@ async def jobs(args: argparse.Namespace) -> int:
                     "name": job.name,
                     "cron": job.cron,
                     "timezone": job.timezone,
-                    "next_slot": None if slot is None else slot.isoformat().replace("+00:00", "Z"),
+                    "next_slot": iso(slot),
                     "next_slot_local": None if local is None else local.isoformat(),
                     "last_status": status,
                     "paused": None if paused is None else job.name in paused,

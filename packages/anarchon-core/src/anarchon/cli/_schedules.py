@@ -19,7 +19,7 @@ from .._schedule_apply import apply_plan, load_file, plan
 from ..fleet import read_fleet
 from ..run import ms_to_datetime
 from ..schedules import StoredSchedule
-from ._common import BACKEND_ENV, UsageError, print_json, resolve, table, utc
+from ._common import BACKEND_ENV, UsageError, iso, print_json, resolve, table, utc
 
 __all__ = ["COMMANDS", "register"]
 
@@ -215,7 +215,7 @@ async def _list(admin: Schedules, as_json: bool) -> None:
 
 def _next(schedule: StoredSchedule, now_ms: int) -> str | None:
     slot = schedule.next_slot_ms(now_ms)
-    return None if slot is None else ms_to_datetime(slot).isoformat().replace("+00:00", "Z")
+    return iso(None if slot is None else ms_to_datetime(slot))
 
 
 COMMANDS = {"schedules": schedules}

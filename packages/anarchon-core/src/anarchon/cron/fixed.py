@@ -32,6 +32,8 @@ __all__ = ["Once", "fixed_matcher", "is_fixed"]
 _UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
 _DURATION = re.compile(r"(?:[0-9]+[smhdw])+")
 _PART = re.compile(r"([0-9]+)([smhdw])")
+#: The keyword, then what it takes after spaces or tabs, as cron separates fields.
+_FIXED = re.compile(r"@(every|at)(?:[ \t]+(.*))?", re.IGNORECASE | re.DOTALL)
 _EVERY_HINT = "write @every with a whole number of seconds or more, such as @every 90s, @every 15m or @every 1h30m"
 _AT_HINT = "write @at with an ISO 8601 time, such as @at 2026-12-24T18:00:00+01:00 (without an offset: the job's zone)"
 
@@ -52,16 +54,16 @@ class Once(Matcher):
 
 def is_fixed(cron: str) -> bool:
     """Whether ``cron`` is an ``@every`` or ``@at`` schedule rather than a cron expression."""
-    head = cron.lstrip()[:6].lower()
-    return head.startswith("@at ") or head == "@every"
+    return _FIXED.fullmatch(cron.strip()) is not None
 
 
 @functools.lru_cache(maxsize=4096)
 def fixed_matcher(cron: str, timezone: str) -> Matcher:
     """The matcher of an ``@every``/``@at`` schedule; ``ValueError`` naming the text and how to write it."""
-    keyword, _, rest = cron.strip().partition(" ")
-    rest = rest.strip()
-    if keyword.lower() == "@every":
+    found = _FIXED.fullmatch(cron.strip())
+    assert found is not None, "is_fixed() decides which expressions come here"
+    keyword, rest = found.group(1).lower(), (found.group(2) or "").strip()
+    if keyword == "every":
         return Periodic(_seconds(cron, rest), 0)
     return Once(_instant(cron, rest, timezone))
 
