@@ -45,6 +45,10 @@ def _namespaced(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query))
     tag = uuid.uuid4().hex[:8]
+    if parts.scheme in ("nats", "tls"):  # a stream of its own (the schedules stream is named after it)
+        name = f"BPUSH_{tag}"
+        query["stream"], query["prefix"] = name, f"bpush{tag}."
+        return urlunsplit(parts._replace(query=urlencode(query))), name
     key, name = ("schema", f"bench_push_{tag}") if parts.scheme.startswith("postgres") else ("prefix", f"bpush{tag}:")
     query[key] = name
     return urlunsplit(parts._replace(query=urlencode(query))), name
@@ -60,6 +64,16 @@ async def _drop(url: str, namespace: str) -> None:
             await conn.execute(f'DROP SCHEMA IF EXISTS "{namespace}" CASCADE')
         finally:
             await conn.close()
+    elif parts.scheme in ("nats", "tls"):
+        import nats
+
+        nc = await nats.connect(urlunsplit(parts._replace(query="")))
+        try:
+            js = nc.jetstream()
+            for stream in [s async for s in _stream_names(js) if s.startswith((namespace, f"KV_{namespace}"))]:
+                await js.delete_stream(stream)
+        finally:
+            await nc.close()
     elif parts.scheme.startswith("redis"):
         from redis.asyncio import Redis
 
@@ -69,6 +83,11 @@ async def _drop(url: str, namespace: str) -> None:
                 await client.delete(key)
         finally:
             await client.aclose()
+
+
+async def _stream_names(js: Any) -> Any:
+    for info in await js.streams_info():
+        yield info.config.name
 
 
 async def _run(url: str, changes: int, idle_s: float, *, push: bool) -> dict[str, float]:

@@ -43,6 +43,7 @@ from ._names import (
     result_msg_id,
     results_subject,
 )
+from ._notify import NotifyMixin
 from ._records import decode_claim, encode_claim, encode_result, join_history
 from ._registry import RegistryMixin
 from ._requests import Requests, pub_ack, stored_data
@@ -71,7 +72,7 @@ _MSG_ID = "Nats-Msg-Id"
 MAX_PENDING = 4000
 
 
-class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
+class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, NotifyMixin, Backend):
     """A claim backend on NATS JetStream (``nats://``, ``tls://``).
 
     ``servers`` is one URL or a list (one string may hold several servers
@@ -93,6 +94,7 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
         registry=True,
         guarantees=True,
         schedules=True,
+        schedule_notify=True,
     )
 
     def __init__(
@@ -279,6 +281,7 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, Backend):
         if self._js is not None:
             await self._finishes.drain()
         self._outage.state()  # stopped while the stream was full: what it cost is stated now
+        await self._close_listener()
         nc, self._nc, self._js, self._kv = self._nc, None, None, None
         self._absent = False
         if nc is not None:
