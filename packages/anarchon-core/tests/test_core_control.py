@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from anarchon import MemoryBackend, RunContext, RunStatus, Scheduler, start_in_background
+from anarchon._identity import default_actor
 from anarchon.cli import main
 
 APP = """
@@ -41,16 +42,23 @@ def test_pause_resume_and_pauses_from_the_command_line(
 ) -> None:
     assert main(["pause", "ctlapp:scheduler", "report", "--reason", "db migration", "--json"]) == 0
     (state,) = json.loads(capsys.readouterr().out)
-    assert (state["job"], state["paused"], state["reason"], state["by"]) == ("report", True, "db migration", "cli")
+    # ``by`` is who paused (user@host from the CLI), not the instance id: the audit trail answers "who".
+    assert (state["job"], state["paused"], state["reason"], state["by"]) == (
+        "report", True, "db migration", default_actor()
+    )  # fmt: skip
     (stored,) = app.store.control.pauses()
     assert stored.paused and stored.reason == "db migration"
     assert main(["pauses", "ctlapp:scheduler"]) == 0
     assert "db migration" in capsys.readouterr().out
-    assert main(["resume", "ctlapp:scheduler", "report", "--json"]) == 0
+    assert main(["resume", "ctlapp:scheduler", "report", "--reason", "migrated", "--json"]) == 0
     (state,) = json.loads(capsys.readouterr().out)
     assert state["paused"] is False and state["until_ms"] >= state["since_ms"]
     assert main(["resume", "ctlapp:scheduler", "report"]) == 0
     assert "was not paused" in capsys.readouterr().out
+    assert main(["audit", "ctlapp:scheduler", "--json"]) == 0
+    trail = [(e["action"], e["by"], e["reason"]) for e in json.loads(capsys.readouterr().out)]
+    who = default_actor()
+    assert trail == [("resume", who, None), ("resume", who, "migrated"), ("pause", who, "db migration")]
 
 
 def test_jobs_shows_which_jobs_are_paused(app: types.ModuleType, capsys: pytest.CaptureFixture[str]) -> None:

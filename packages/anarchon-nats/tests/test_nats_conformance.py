@@ -12,7 +12,7 @@ import pytest
 from anarchon.backend import Backend
 from anarchon_conformance import BackendFactory, BackendSuite, HistoryLimitTests, PlantForeignRecord
 from anarchon_nats import NatsBackend
-from anarchon_nats._names import claims_subject, results_subject, schedules_stream
+from anarchon_nats._names import audit_stream, claims_subject, results_subject, schedules_stream
 
 pytestmark = pytest.mark.nats
 
@@ -28,8 +28,9 @@ class TestNatsConformance(BackendSuite, HistoryLimitTests):
         yield lambda: NatsBackend(nats_url, stream=stream, prefix=prefix, history_size=1)
         nc = await nats.connect(nats_url)
         try:
-            # The backend's stream, the stored schedules' and the fleet registry's bucket.
-            for name in (stream, schedules_stream(stream, prefix), f"KV_{stream}_registry"):
+            # The backend's stream, the stored schedules', the audit trail's and the fleet registry's bucket.
+            streams = (stream, schedules_stream(stream, prefix), audit_stream(stream, prefix), f"KV_{stream}_registry")
+            for name in streams:
                 with contextlib.suppress(nats.js.errors.NotFoundError):
                     await nc.jetstream().delete_stream(name)
         finally:

@@ -58,7 +58,7 @@ async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(pg_dsn, sche
     assert f'CREATE TABLE "{schema}".instances' in script and f'CREATE TABLE "{schema}".runs' not in script
     backend = await make_backend()
     # 4: instances; 5: pauses; 6: finish_many; 7: registry; 8: schedules; 9: fencing floor; 10: schedule NOTIFY
-    assert backend.schema_version == SCHEMA_VERSION == 10
+    assert backend.schema_version == SCHEMA_VERSION == 11
     heart = _heart(backend)
     await heart.open()
     try:

@@ -8,6 +8,7 @@ import pytest
 
 from anarchon.backend import Backend
 from anarchon_conformance import (
+    AuditTests,
     BackendFactory,
     BackendSuite,
     BackfillTests,
@@ -90,6 +91,7 @@ class TestRedisClusterConformance(
     RegistryTests,
     ScheduleStoreTests,
     ScheduleNotifyTests,
+    AuditTests,
 ):
     @pytest.fixture
     async def backend_factory(self, cluster_url: str) -> AsyncIterator[BackendFactory]:

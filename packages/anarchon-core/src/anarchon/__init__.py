@@ -18,6 +18,7 @@ from typing import Any
 from ._build import build_job
 from ._schedule_admin import Schedules, SyncSchedules
 from ._steer import TriggerTimeoutError
+from .audit import AuditEntry, read_audit
 from .backend import Backend, LeaseBackend
 from .backfill import BackfillSummary
 from .background import SchedulerThread, start_in_background
@@ -57,6 +58,7 @@ except importlib.metadata.PackageNotFoundError:  # a source tree that was never 
 __all__ = [
     "AnarchonDeprecationWarning",
     "AnarchonError",
+    "AuditEntry",
     "Backend",
     "BackendNotInstalledError",
     "BackendUnavailableError",
@@ -100,6 +102,7 @@ __all__ = [
     "UnsupportedOptionError",
     "build_job",
     "hookimpl",
+    "read_audit",
     "start_in_background",
 ]
 

@@ -18,8 +18,10 @@ from datetime import datetime
 
 from ._batcher import ClaimBatcher
 from ._health import error_text
+from ._identity import default_actor
 from ._registry import JobRegistry
 from ._runner import RunExecutor
+from .audit import record_audit
 from .backend import Backend, LeaseBackend, Outcome
 from .backfill import BackfillPlan, BackfillSummary, plan_backfill, range_ms
 from .errors import BackfillError
@@ -107,6 +109,8 @@ class Backfilling:
         concurrency: int = 1,
         dry_run: bool = False,
         progress: Progress | None = None,
+        reason: str | None = None,
+        by: str | None = None,
     ) -> BackfillSummary:
         """Run every slot of ``[start, end]`` that has not run, on this instance, once across the fleet.
 
@@ -116,6 +120,8 @@ class Backfilling:
         timezone. ``dry_run`` reads history and returns what would run
         (``would_run``), changing nothing. Lease backends declaring the
         ``backfill`` capability only; elsewhere :class:`~anarchon.errors.BackfillError`.
+        Once done, it is appended to the audit trail with ``by`` (default
+        ``user@host``), ``reason`` and what it counted; a dry run is not.
         """
         job = self._registry.get(name)
         backend = self.backend
@@ -147,6 +153,9 @@ class Backfilling:
                 plan.slots,
                 len(plan.missing),
             )
-            return await run_backfill(
+            summary = await run_backfill(
                 backend, self._batcher, self._runner, job, plan, concurrency=concurrency, progress=progress
             )
+            detail = {"from_ms": start_ms, "to_ms": end_ms, **summary.counts()}
+            await record_audit(backend, "backfill", name, by=by or default_actor(), reason=reason, detail=detail)
+            return summary

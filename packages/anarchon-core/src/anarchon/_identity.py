@@ -9,12 +9,13 @@ call that passed it. So: a string of 1 to 200 letters, digits and
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import secrets
 import socket
 
-__all__ = ["INSTANCE_ID_PATTERN", "check_instance_id", "default_instance_id"]
+__all__ = ["INSTANCE_ID_PATTERN", "check_instance_id", "default_actor", "default_instance_id"]
 
 INSTANCE_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:@+/-]{1,200}")
 
@@ -38,3 +39,16 @@ def default_instance_id() -> str:
     """``<hostname>-<pid>-<4 hex>``, with the host name cut and cleaned so the id always passes the check."""
     host = re.sub(r"[^A-Za-z0-9_.:@+/-]", "_", socket.gethostname())[:180] or "host"
     return f"{host}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+def default_actor() -> str:
+    """``user@host``: who made a change (a pause, a schedule's edit), when the caller does not say.
+
+    The login name, not the instance id: an audit trail answers "who", and a
+    control process's instance id names a host, not a person.
+    """
+    try:
+        user = getpass.getuser()
+    except Exception:  # no login name (a container with an unknown uid)
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"

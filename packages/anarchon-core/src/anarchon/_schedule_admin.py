@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from ._health import error_text
+from .audit import record_audit
 from .backend import Backend
 from .errors import InvalidJobError, JobNotFoundError, ScheduleConflictError
 from .fleet import read_fleet
@@ -52,6 +53,12 @@ async def _forget(backend: Backend) -> None:
         await backend.forget_removed(FORGET_AFTER_MS)
     except Exception as exc:
         log.warning("forgetting removed schedules failed, tried again at the next change: %s", error_text(exc))
+
+
+async def _audit(backend: Backend, change: ScheduleChange, name: str, revision: int) -> None:
+    """Append a change made to the audit trail, beside the schedule's own log (which goes with its tombstone)."""
+    detail = {"revision": revision, "changes": dict(change.changes)}
+    await record_audit(backend, f"schedule-{change.op}", name, by=change.by, reason=change.reason, detail=detail)
 
 
 class Schedules:
@@ -222,7 +229,9 @@ class Schedules:
             change = ScheduleChange(0, "remove", _now_ms(), by or self.by, reason, ScheduleChange.between(before, None))
             expect = if_revision if if_revision is not None else (before.revision if before is not None else None)
             await _forget(backend)
-            return await backend.put_schedule(name, None, expect=expect, change=change.text())
+            revision = await backend.put_schedule(name, None, expect=expect, change=change.text())
+            await _audit(backend, change, name, revision)
+            return revision
 
     def _new(
         self,
@@ -255,6 +264,7 @@ class Schedules:
         )
         await _forget(backend)
         revision = await backend.put_schedule(after.name, after.record(), expect=expect, change=change.text())
+        await _audit(backend, change, after.name, revision)
         return StoredSchedule.parse(after.name, after.record(), revision)
 
     async def _check_fleet(self, backend: Backend, schedule: StoredSchedule, force: bool) -> None:

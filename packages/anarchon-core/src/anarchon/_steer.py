@@ -12,7 +12,9 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
+from ._identity import default_actor
 from ._pausegate import PauseGate
+from .audit import AuditEntry, read_audit, record_audit
 from .backend import Backend
 from .control import PauseState, RunRequest
 from .errors import AnarchonError
@@ -32,13 +34,12 @@ class TriggerTimeoutError(AnarchonError, TimeoutError):
 class Steering:
     """Mixed into :class:`~anarchon.Scheduler`."""
 
-    instance_id: str
     _gate: PauseGate
 
     def _connected(self) -> contextlib.AbstractAsyncContextManager[Backend]:
         raise NotImplementedError
 
-    async def pause(self, name: str, *, reason: str | None = None) -> PauseState:
+    async def pause(self, name: str, *, reason: str | None = None, by: str | None = None) -> PauseState:
         """Pause the job on every instance: its scheduled slots are recorded ``paused``, not run.
 
         Each instance stops claiming them at its next control poll (at most
@@ -47,23 +48,33 @@ class Steering:
         Manual runs (``run_now``, ``trigger``) still run. Raises
         :class:`~anarchon.errors.UnsupportedOperationError` on a backend
         without the ``pause`` capability (``anarchon backends`` lists each one's).
+
+        ``by`` names who pauses (the dashboard passes the signed-in name; by
+        default ``user@host`` of this process): it is stored with the pause and,
+        with ``reason``, appended to the audit trail (:mod:`anarchon.audit`).
         """
         check_job_name(name)
+        who = by or default_actor()
         async with self._connected() as backend:
-            state = await backend.pause(name, reason=reason, by=self.instance_id)
+            state = await backend.pause(name, reason=reason, by=who)
+            await record_audit(backend, "pause", name, by=who, reason=reason, detail={"since_ms": state.since_ms})
         self._gate.learn(state)
         return state
 
-    async def resume(self, name: str) -> PauseState | None:
+    async def resume(self, name: str, *, reason: str | None = None, by: str | None = None) -> PauseState | None:
         """End the job's pause; the pause as it ended, or ``None`` when the job was not paused.
 
         Slots due during the pause stay paused: resuming runs none of them,
         and a catch-up after an outage skips them. The next slot after the
-        resume runs as usual.
+        resume runs as usual. ``by`` and ``reason`` go to the audit trail, as for :meth:`pause`
+        (a resume of a job that was not paused is recorded too: someone asked).
         """
         check_job_name(name)
+        who = by or default_actor()
         async with self._connected() as backend:
-            state = await backend.resume(name, by=self.instance_id)
+            state = await backend.resume(name, by=who)
+            detail = {"was_paused": state is not None, "since_ms": state.since_ms if state is not None else None}
+            await record_audit(backend, "resume", name, by=who, reason=reason, detail=detail)
         if state is not None:
             self._gate.learn(state)
         return state
@@ -78,7 +89,7 @@ class Steering:
         check_job_name(name)
         return next((p for p in await self.pauses() if p.job == name), None)
 
-    async def trigger(self, name: str) -> RunRequest:
+    async def trigger(self, name: str, *, reason: str | None = None, by: str | None = None) -> RunRequest:
         """Ask the fleet to run the job once now; returns the request at once.
 
         The first instance that has the job and polls (within about half a
@@ -86,10 +97,26 @@ class Steering:
         instance runs it. Unlike :meth:`run_now`, this process does not run
         it. Await :meth:`trigger_result` for the finished run. A request no
         instance takes within ``REQUEST_TTL_MS`` (5 minutes) is dropped.
+        ``by`` and ``reason`` go to the audit trail, as for :meth:`pause`.
         """
         check_job_name(name)
+        who = by or default_actor()
         async with self._connected() as backend:
-            return await backend.request_run(name, by=self.instance_id)
+            request = await backend.request_run(name, by=who)
+            await record_audit(backend, "trigger", name, by=who, reason=reason, detail={"slot_ms": request.slot_ms})
+        return request
+
+    async def audit(self, *, limit: int = 50, before_id: int | None = None, job: str | None = None) -> list[AuditEntry]:
+        """The audit trail, newest first: every pause, resume, trigger, backfill and schedule change.
+
+        ``limit`` entries at most, those below ``before_id`` (the next page), of ``job`` alone when
+        given; see :mod:`anarchon.audit`. Raises
+        :class:`~anarchon.errors.UnsupportedOperationError` on a backend without the ``audit`` capability.
+        """
+        if job is not None:
+            check_job_name(job)
+        async with self._connected() as backend:
+            return await read_audit(backend, limit=limit, before_id=before_id, job=job)
 
     async def trigger_result(self, request: RunRequest, *, timeout_s: float = 60.0) -> Run:
         """Wait for the run a :meth:`trigger` became to finish, and return it.

@@ -78,8 +78,12 @@ class TaskBook:
 
     @property
     def schedules(self) -> Schedules:
-        """Add, change, remove and read stored schedules through this scheduler's backend."""
-        return Schedules(self.backend, connected=self._connected, by=self.instance_id)
+        """Add, change, remove and read stored schedules through this scheduler's backend.
+
+        Changes are made by ``user@host`` of this process unless a call passes ``by=``
+        (a web view passes the signed-in name), as the audit trail records them.
+        """
+        return Schedules(self.backend, connected=self._connected)
 
     def _install_stored(self, schedule: StoredSchedule, func: Callable[..., Any]) -> Job:
         options = dict(schedule.options)

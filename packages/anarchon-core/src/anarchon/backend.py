@@ -132,6 +132,16 @@ Stored schedules (optional, ``capabilities.schedules``; see :mod:`anarchon.sched
     * :meth:`~Backend.wait_schedules` waits between polls; with ``capabilities.schedule_notify`` the store's notice
       of a change ends it (the kit: :class:`anarchon.listener.ScheduleListener`), and the poll is the fallback.
 
+The audit trail (optional, ``capabilities.audit``; see :mod:`anarchon.audit`):
+
+    * :meth:`~Backend.audit_append` appends one entry (a text, about one job or
+      stored schedule) and returns its id, greater than every id before it;
+      nothing ever replaces or edits an entry. The newest
+      :data:`~anarchon.audit.AUDIT_KEEP` are kept; older ones may be dropped
+      by the append, by id.
+    * :meth:`~Backend.audit_entries` reads them newest first, a page at a
+      time (``before_id``), of one job when asked.
+
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
 recover its connection by itself on a later call.
@@ -147,15 +157,13 @@ bounded and storable anywhere). They live in :mod:`anarchon.records` and
 from __future__ import annotations
 
 import abc
-import asyncio
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ._contract import AuditContract, RegistryContract, SchedulesContract, SteeringContract
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome, fencing_floor, next_fencing
-from .control import PauseState, RunRequest
-from .errors import UnsupportedOperationError
 from .errortext import ERROR_TEXT_LIMIT, clean_text, error_text
 from .guarantees import Finding
 from .job import Job
@@ -186,11 +194,14 @@ __all__ = [
 ]
 
 
-class Backend(abc.ABC):
+class Backend(SteeringContract, RegistryContract, SchedulesContract, AuditContract, abc.ABC):
     """Base class of every backend.
 
     Subclasses set the class attributes, implement the abstract methods, and,
-    when ``capabilities.lease`` is true, the lease methods below them. Keep
+    when ``capabilities.lease`` is true, the lease methods below them. The
+    methods of each optional capability (steering, the fleet registry, stored
+    schedules, the audit trail) are inherited from ``anarchon._contract``; a
+    backend overrides those of the capabilities it declares. Keep
     ``__repr__`` free of passwords (see :func:`anarchon.urls.redact_url`).
     """
 
@@ -253,13 +264,13 @@ class Backend(abc.ABC):
         """
         return resolve_options(job, explicit, self.capabilities, self.name)
 
-    def check_job(self, job: Job) -> None:  # noqa: B027 - optional hook
+    def check_job(self, job: Job) -> None:
         """Raise :class:`~anarchon.errors.InvalidJobError` for options unsafe here.
 
         Called by ``add()`` after the generic checks; synchronous, no I/O.
         """
 
-    async def prepare(self, jobs: Sequence[Job]) -> None:  # noqa: B027 - optional hook
+    async def prepare(self, jobs: Sequence[Job]) -> None:
         """Make the store ready for these jobs (called on start and on add)."""
 
     # -- claiming -----------------------------------------------------------
@@ -292,144 +303,6 @@ class Backend(abc.ABC):
     async def now_ms(self) -> int:
         """The backend's clock; the local clock where it has none."""
         return time.time_ns() // 1_000_000
-
-    # -- steering the fleet (capabilities.pause, capabilities.trigger) ----------------
-
-    def _unsupported(self, operation: str, capability: str) -> UnsupportedOperationError:
-        purpose = {"pause": "pause and resume jobs", "trigger": "trigger runs", "schedules": "store schedules"}.get(
-            capability, "see the fleet"
-        )
-        return UnsupportedOperationError(
-            f"{operation} needs a backend with the capability {capability!r}; backend {self.name!r} "
-            f"({self.capabilities.kind} tier) does not have it: it keeps no job state that every instance "
-            f"reads before it claims. Use Redis, PostgreSQL or SQLite (or memory:// in one process) to {purpose} "
-            "across the fleet",
-            operation=operation,
-            capability=capability,
-        )
-
-    async def pause(self, job: str, *, reason: str | None = None, by: str | None = None) -> PauseState:
-        """Pause the job's scheduled slots on every instance, from the backend's now.
-
-        Pausing a paused job keeps its ``since_ms`` and replaces the reason.
-        """
-        raise self._unsupported("pause()", "pause")
-
-    async def resume(self, job: str, *, by: str | None = None) -> PauseState | None:
-        """End the job's pause at the backend's now; the pause as it ends, ``None`` if it was not paused.
-
-        The stored pause keeps its interval (``until_ms`` set), so slots due
-        during it stay paused.
-        """
-        raise self._unsupported("resume()", "pause")
-
-    async def pauses(self) -> list[PauseState]:
-        """Every stored pause of this namespace, ended ones included; the instances poll it."""
-        raise self._unsupported("pauses()", "pause")
-
-    async def claim_paused(self, claims: Sequence[Claim]) -> list[ClaimResult | None]:
-        """Decide scheduled claims of jobs the caller believes paused; answers line up with ``claims``.
-
-        ``None`` where the stored pause does not cover the slot (it never was,
-        or it was resumed before the slot): the caller claims it as usual.
-        Otherwise, in one atomic step per claim, as a scheduled claim but
-        never a grant: a record of the slot with the claim's token answers as
-        the first time; any other record, or a slot at or below ``mark``, is
-        ``LOST``; else the slot is recorded ``paused``, ``mark`` moves to it,
-        and the answer is ``PAUSED`` with that record.
-        """
-        raise self._unsupported("claim_paused()", "pause")
-
-    async def request_run(self, job: str, *, by: str | None = None) -> RunRequest:
-        """Store a request to run the job once now; its slot is the backend's now, unique per job."""
-        raise self._unsupported("trigger()", "trigger")
-
-    async def run_requests(self) -> list[RunRequest]:
-        """The requests not yet taken, oldest first; drops those older than ``REQUEST_TTL_MS``."""
-        raise self._unsupported("run_requests()", "trigger")
-
-    async def run_requests_done(self, requests: Sequence[RunRequest]) -> None:
-        """Forget requests whose manual claim was decided (won or lost: a record exists)."""
-        raise self._unsupported("run_requests_done()", "trigger")
-
-    # -- the fleet registry (capabilities.registry; see anarchon.fleet) ----------------
-
-    async def register(self, instance: str, head: str, jobs: str) -> None:
-        """Store (replace) this instance's registry entry: its head and its job definitions."""
-        raise self._unsupported("register()", "registry")
-
-    async def keep_registered(self, instance: str) -> None:  # noqa: B027 - optional hook
-        """Called every registry poll; a backend whose entries live by a TTL refreshes it here.
-
-        A backend whose entries live as long as the instance's heartbeat needs nothing.
-        """
-
-    async def unregister(self, instance: str) -> None:
-        """Remove this instance's entry (a clean stop)."""
-        raise self._unsupported("unregister()", "registry")
-
-    async def registered(self) -> list[tuple[str, str, int | None]]:
-        """``(instance, head, seen_ms)`` of every live instance's entry; ``seen_ms``: when last heard of."""
-        raise self._unsupported("registered()", "registry")
-
-    async def registered_jobs(self, instances: Sequence[str]) -> dict[str, str]:
-        """The job-definition texts of these instances (those stored)."""
-        raise self._unsupported("registered_jobs()", "registry")
-
-    # -- stored schedules (capabilities.schedules; see anarchon.schedules) --------------
-
-    async def put_schedule(self, name: str, record: str | None, *, expect: int | None, change: str) -> int:
-        """Store (``record``) or remove (``None``) a schedule if it is at revision ``expect``; its new revision.
-
-        Atomic: the revision check, the write, the counter and the log entry happen together or not
-        at all. A removal of a schedule that does not exist is a conflict with ``current=0``.
-        """
-        raise self._unsupported("put_schedule()", "schedules")
-
-    async def schedules_revision(self) -> int:
-        """The last revision given to any schedule change (0: none yet); every instance reads it every poll."""
-        raise self._unsupported("schedules_revision()", "schedules")
-
-    async def schedules_since(self, revision: int) -> list[tuple[str, str | None, int]]:
-        """``(name, record, revision)`` of each schedule changed after ``revision``, in revision order.
-
-        ``record`` is ``None`` for a removal (a tombstone). With ``revision=0``: every stored
-        schedule, tombstones left out.
-        """
-        raise self._unsupported("schedules_since()", "schedules")
-
-    async def schedule(self, name: str) -> tuple[str, int] | None:
-        """One stored schedule's record and revision, ``None`` if there is none (a tombstone counts as none)."""
-        raise self._unsupported("schedule()", "schedules")
-
-    async def schedule_log(self, name: str) -> list[tuple[int, str]]:
-        """``(revision, change)`` of the schedule's kept changes, oldest first."""
-        raise self._unsupported("schedule_log()", "schedules")
-
-    async def wait_schedules(self, revision: int, timeout_ms: int) -> bool:
-        """Wait until the stored schedules may have moved past ``revision`` (at most ``timeout_ms``); then one polls.
-
-        ``True`` when it waited on a live subscription to the store's changes, which a change after ``revision``
-        (also one notified before the call) ends at once: the caller may poll seldom. ``False`` when it only slept.
-        It may end early with nothing new (a subscription just made). A lost connection is never raised: it sleeps.
-        This default sleeps: the poll, the fallback of every backend.
-        """
-        await asyncio.sleep(timeout_ms / 1000)
-        return False
-
-    async def forget_removed(self, older_than_ms: int) -> list[str]:
-        """Drop what the referee keeps of schedules removed more than ``older_than_ms`` ago; the names forgotten.
-
-        Each such tombstone goes with its change log, and so does everything kept for a job
-        of that name (its mark, fencing counter, lease records, pause and run history), so a
-        removed schedule leaves nothing behind once its tombstone has done its work. The job's
-        part is kept when the name is in use again: a run of it holds an unexpired lease, or
-        its mark is a slot more than :data:`~anarchon.schedules.REUSE_AFTER_MS` after the
-        removal (a code job or a new schedule of that name claimed it).
-        One atomic step per name. :class:`~anarchon.Schedules` calls it before each change;
-        the default does nothing, for a backend that keeps nothing per job.
-        """
-        return []
 
     # -- what the referee promises (capabilities.guarantees; see anarchon.guarantees) ----
 

@@ -149,17 +149,38 @@ class SchedulerThread:
         """
         return self._submit(self.scheduler.run_now(name), "run_now()", timeout)
 
-    def pause(self, name: str, *, reason: str | None = None, timeout: float | None = DEFAULT_TIMEOUT_S) -> PauseState:
-        """Pause the job on every instance: :meth:`Scheduler.pause`."""
-        return self._submit(self.scheduler.pause(name, reason=reason), "pause()", timeout)
+    def pause(
+        self,
+        name: str,
+        *,
+        reason: str | None = None,
+        by: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+    ) -> PauseState:
+        """Pause the job on every instance: :meth:`Scheduler.pause` (``by``, ``reason``: the audit trail)."""
+        return self._submit(self.scheduler.pause(name, reason=reason, by=by), "pause()", timeout)
 
-    def resume(self, name: str, *, timeout: float | None = DEFAULT_TIMEOUT_S) -> PauseState | None:
+    def resume(
+        self,
+        name: str,
+        *,
+        reason: str | None = None,
+        by: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+    ) -> PauseState | None:
         """End the job's pause: :meth:`Scheduler.resume`."""
-        return self._submit(self.scheduler.resume(name), "resume()", timeout)
+        return self._submit(self.scheduler.resume(name, reason=reason, by=by), "resume()", timeout)
 
-    def trigger(self, name: str, *, timeout: float | None = DEFAULT_TIMEOUT_S) -> RunRequest:
+    def trigger(
+        self,
+        name: str,
+        *,
+        reason: str | None = None,
+        by: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+    ) -> RunRequest:
         """Ask the fleet to run the job once now: :meth:`Scheduler.trigger`."""
-        return self._submit(self.scheduler.trigger(name), "trigger()", timeout)
+        return self._submit(self.scheduler.trigger(name, reason=reason, by=by), "trigger()", timeout)
 
     def trigger_result(self, request: RunRequest, *, timeout_s: float = 60.0) -> Run:
         """Wait for the run a trigger became: :meth:`Scheduler.trigger_result`."""

@@ -51,6 +51,9 @@ class Capabilities:
     #: The guarantee report (:mod:`anarchon.guarantees`): :meth:`Backend.guarantees` reads the
     #: store's own settings and says what it promises across a failover or a restart.
     guarantees: bool = False
+    #: The audit trail (:mod:`anarchon.audit`): every pause, resume, trigger, backfill and stored-schedule
+    #: change is appended (:meth:`Backend.audit_append`) with who, when, what and why, never overwritten.
+    audit: bool = False
 
     @property
     def kind(self) -> str:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from ._memory_audit import AuditMixin, MemoryAudit
 from ._memory_book import Book as _Book
 from ._memory_book import Record as _Record
 from ._memory_control import ControlMixin, MemoryControl
@@ -54,6 +55,8 @@ class MemoryStore:
         self.fleet = MemoryFleet(self)
         #: Stored schedules, under the same lock (``_memory_schedules``).
         self.schedules = MemorySchedules(self)
+        #: The audit trail, under the same lock (``_memory_audit``).
+        self.audit = MemoryAudit(self)
 
     def _book(self, job: str) -> _Book:
         book = self._books.get(job)
@@ -313,7 +316,7 @@ class MemoryStore:
                 book.order[:cut] = kept
 
 
-class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, LeaseBackend):
+class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, LeaseBackend):
     """A lease backend in this process's memory (``memory://``).
 
     For tests, examples and single-process use. Each object is one instance;
@@ -335,6 +338,7 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, LeaseBackend):
         schedules=True,
         schedule_notify=True,
         guarantees=True,
+        audit=True,
     )
     store: MemoryStore
 

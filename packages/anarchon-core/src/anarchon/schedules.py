@@ -25,15 +25,14 @@ This module is the record and its checks; :class:`~anarchon.Schedules` (in
 
 from __future__ import annotations
 
-import getpass
 import json
 import math
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._build import build_job
+from ._identity import default_actor
 from .backend import Backend
 from .cron import Schedule
 from .errors import InvalidJobError
@@ -77,15 +76,6 @@ LOG_KEEP = 100
 FORMAT = 1
 #: Where a schedule came from: ``apply`` may prune only what ``apply`` wrote.
 ORIGINS = ("api", "apply")
-
-
-def default_actor() -> str:
-    """``user@host``: who made a change, when the caller does not say."""
-    try:
-        user = getpass.getuser()
-    except Exception:  # no login name (a container with an unknown uid)
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
 
 
 def _nothing() -> None:

@@ -15,6 +15,8 @@ from anarchon.options import check_job_name
 from anarchon.urls import redact_url
 
 __all__ = [
+    "audit_root",
+    "audit_stream",
     "check_positive_int",
     "check_prefix",
     "check_stream_name",
@@ -104,6 +106,17 @@ def schedules_root(stream: str, prefix: str) -> str:
 def schedule_subject(stream: str, prefix: str, name: str) -> str:
     """One schedule's subject: its changes, oldest first, the last one its state."""
     return f"{schedules_root(stream, prefix)}.{check_job_name(name)}"
+
+
+def audit_stream(stream: str, prefix: str) -> str:
+    """The stream of a namespace's audit trail: ``<stream>_audit_<digest>`` (the digest: as for schedules)."""
+    digest = hashlib.sha256(check_prefix(prefix).encode()).hexdigest()[:12]
+    return f"{check_stream_name(stream)}_audit_{digest}"
+
+
+def audit_root(stream: str, prefix: str) -> str:
+    """Where the audit trail's subjects live: ``$ANARCHON.<audit stream>``; each entry on ``<root>.<job>``."""
+    return f"$ANARCHON.{audit_stream(stream, prefix)}"
 
 
 def covers(pattern: str, subject: str) -> bool:

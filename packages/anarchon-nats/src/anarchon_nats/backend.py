@@ -30,6 +30,7 @@ from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError, InvalidJobError
 from anarchon.options import check_history_limit, check_job_name
 
+from ._audit import AuditMixin
 from ._full import Outage
 from ._guarantees import GuaranteesMixin
 from ._names import (
@@ -72,7 +73,7 @@ _MSG_ID = "Nats-Msg-Id"
 MAX_PENDING = 4000
 
 
-class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, NotifyMixin, Backend):
+class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, NotifyMixin, AuditMixin, Backend):
     """A claim backend on NATS JetStream (``nats://``, ``tls://``).
 
     ``servers`` is one URL or a list (one string may hold several servers
@@ -95,6 +96,7 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, NotifyMixin, B
         guarantees=True,
         schedules=True,
         schedule_notify=True,
+        audit=True,
     )
 
     def __init__(

@@ -141,6 +141,7 @@ _MIGRATIONS = (
     _migration("migration_8.sql"),  # stored schedules: records by revision, their logs, one counter
     _migration("migration_9.sql"),  # a job's fencing counter starts at the clock (fencing_floor), not 0
     _migration("migration_10.sql"),  # put_schedule notifies each change (pg_notify) for the instances' LISTEN
+    _migration("migration_11.sql"),  # audit: every pause, resume, trigger, backfill and schedule change, appended
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

@@ -17,6 +17,7 @@ from anarchon.options import check_history_limit
 from anarchon.records import decode_run, read_runs
 from anarchon.run import Run, datetime_to_ms
 
+from ._audit import AuditMixin
 from ._backfill import BackfillMixin, BackfillStatements
 from ._calls import UNREACHABLE, CallsMixin
 from ._control import ControlMixin
@@ -56,8 +57,9 @@ _CLAIMS_AT_ONCE = 2
 
 
 class PostgresBackend(
-    GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, ReviveMixin, LeaseBackend
-):
+    GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, BackfillMixin, ReviveMixin,
+    LeaseBackend,
+):  # fmt: skip
     """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
 
     Each claim, take-over, renewal and finish is one statement calling a
@@ -90,6 +92,7 @@ class PostgresBackend(
         schedules=True,
         schedule_notify=True,
         guarantees=True,
+        audit=True,
     )
 
     def __init__(

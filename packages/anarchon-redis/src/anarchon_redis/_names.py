@@ -85,6 +85,12 @@ class Keyspace:
         return f"{self.prefix}{{schedules}}:changed"
 
     @property
+    def audit(self) -> tuple[str, str]:
+        """The audit trail's keys (the stream, its id counter), under one hash tag: one slot on a cluster."""
+        tag = f"{self.prefix}{{audit}}:"
+        return tag + "trail", tag + "counter"
+
+    @property
     def pattern(self) -> str:
         """Glob matching every key of this prefix (the prefix has no glob characters)."""
         return f"{self.prefix}*"

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 
 __all__ = [
+    "AUDIT_APPEND",
     "BEAT",
     "CLAIM",
     "CLAIM_MANY",
@@ -129,3 +130,4 @@ SCHEDULE_PUT = load("schedule_put", "now_ms", "num")
 SCHEDULE_GET = load("schedule_get")
 SCHEDULE_FORGET = load("schedule_forget")
 FORGET = load("forget", "now_ms", "num")
+AUDIT_APPEND = load("audit_append")

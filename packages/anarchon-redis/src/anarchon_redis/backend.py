@@ -46,6 +46,7 @@ from anarchon.run import Run
 from anarchon.urls import redact_url
 
 from . import _scripts as S
+from ._audit import AuditMixin
 from ._backfill import BackfillMixin
 from ._calls import Call, CallsMixin, keep_cancellation
 from ._control import ControlMixin
@@ -79,8 +80,9 @@ _NUMBERS = struct.Struct("<10d")
 
 
 class RedisBackend(
-    GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, StoredMixin, BackfillMixin, ReviveMixin, LeaseBackend
-):
+    GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, StoredMixin, AuditMixin, BackfillMixin, ReviveMixin,
+    LeaseBackend,
+):  # fmt: skip
     """Lease backend on Redis >= 6.2 or Redis Cluster (``redis://``, ``rediss://``).
 
     ``url`` is used only when no ``client`` is given; a passed-in client
@@ -113,6 +115,7 @@ class RedisBackend(
         schedules=True,
         schedule_notify=True,
         guarantees=True,
+        audit=True,
     )
 
     def __init__(

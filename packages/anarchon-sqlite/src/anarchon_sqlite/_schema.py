@@ -45,6 +45,9 @@ _ADDED = {
     "anarchon_schedules_tombstones": statement("schema_add_schedules_tombstones"),
     "anarchon_schedule_log": statement("schema_add_schedule_log"),
     "anarchon_schedule_counter": statement("schema_add_schedule_counter"),
+    # The audit trail (_audit): appended, never updated, read newest first and by job.
+    "anarchon_audit": statement("schema_add_audit"),
+    "anarchon_audit_by_job": statement("schema_add_audit_by_job"),
 }
 
 _CREATE = (

@@ -19,6 +19,7 @@ from anarchon.run import Run
 from anarchon.urls import integer, read_url_options
 
 from . import _store
+from ._audit import AuditMixin
 from ._backfill import BackfillMixin
 from ._control import ControlMixin
 from ._errors import DatabaseFileError
@@ -57,7 +58,7 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
 
 
 class SQLiteBackend(
-    GuaranteesMixin, ControlMixin, RegistryMixin, SchedulesMixin, BackfillMixin, ReviveMixin, LeaseBackend
+    GuaranteesMixin, ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, BackfillMixin, ReviveMixin, LeaseBackend
 ):
     """A lease backend in one SQLite file (``sqlite:///path``), the embedded default.
 
@@ -89,6 +90,7 @@ class SQLiteBackend(
         trigger=True,
         schedules=True,
         guarantees=True,
+        audit=True,
     )
 
     def __init__(

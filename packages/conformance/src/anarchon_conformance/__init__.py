@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._audit import AuditRefusalTests, AuditTests
     from ._backfill import BackfillRefusalTests, BackfillTests
     from ._base import SuiteBase
     from ._claim import ClaimTests
@@ -44,6 +45,8 @@ __all__ = [
     "EVERY_SECOND",
     "HISTORY_SLACK",
     "LEASE_MS",
+    "AuditRefusalTests",
+    "AuditTests",
     "BackendFactory",
     "BackendSuite",
     "BackfillRefusalTests",
@@ -89,6 +92,8 @@ __all__ = [
 
 _HOME = {
     "SuiteBase": "_base",
+    "AuditRefusalTests": "_audit",
+    "AuditTests": "_audit",
     "BackfillTests": "_backfill",
     "BackfillRefusalTests": "_backfill",
     "ClaimTests": "_claim",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._audit import AuditRefusalTests, AuditTests
 from ._backfill import BackfillRefusalTests, BackfillTests
 from ._claim import ClaimTests
 from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
@@ -48,6 +49,8 @@ class BackendSuite(
     ScheduleNotifyTests,
     GuaranteeReportTests,
     NoGuaranteeReportTests,
+    AuditTests,
+    AuditRefusalTests,
 ):
     """Every conformance test; each gated on the capabilities it needs.
 

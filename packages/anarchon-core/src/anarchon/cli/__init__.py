@@ -3,7 +3,7 @@
 One module per kind of command: :mod:`._read` (``jobs``, ``history``,
 ``backends``), :mod:`._check` (the readiness gate), :mod:`._run` (``run``,
 ``run-now``), :mod:`._backfill`, :mod:`._control` (``pause``, ``resume``, ``pauses``,
-``trigger``), :mod:`._schedules` (``schedules add|set|remove|list|show|log``),
+``trigger``), :mod:`._schedules` (``schedules add|set|remove|list|show|log``), :mod:`._audit`,
 :mod:`._migrate`; commands of other distributions (``web``) arrive through a
 plugin hook (:mod:`._external`). Built on :mod:`argparse`, so the core needs
 no dependency for it; every read command takes ``--json`` for scripts.
@@ -25,7 +25,7 @@ from .. import __version__
 from ..commands import CliCommand
 from ..errors import AnarchonError, BackendUnavailableError
 from ..health import check_health_port
-from . import _control, _schedules
+from . import _audit, _control, _schedules
 from ._backfill import backfill, parse_moment
 from ._check import check
 from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
@@ -189,6 +189,7 @@ def _parser(
     )
     p.add_argument("--dry-run", action="store_true", help="list the slots that would run; change nothing")
     p.add_argument("--yes", action="store_true", help="run a range of more than 1000 slots without asking")
+    p.add_argument("--reason", metavar="TEXT", help=_control.REASON_HELP)
     backend_option(p)
     json_option(p)
 
@@ -233,6 +234,7 @@ def _parser(
 
     _control.register(command, TARGET_HELP, backend_and_json)
     _schedules.register(command, backend_and_json)
+    _audit.register(command, backend_and_json)
 
     p = command("backends", "list installed backends: schemes, kind (lease or claim), capabilities")
     json_option(p)
@@ -271,6 +273,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
     "backends": backends,
     **_control.COMMANDS,
     **_schedules.COMMANDS,
+    **_audit.COMMANDS,
 }
 
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from .._identity import default_actor
 from ..backfill import BackfillSummary
 from ..run import ms_to_datetime
 from ._common import UsageError, print_json, resolve, table, utc
@@ -105,8 +106,9 @@ async def backfill(args: argparse.Namespace) -> int:
     else:
         with _progress(plan.slots, args.json) as progress:
             summary = await scheduler.backfill(
-                args.job, args.start, args.end, concurrency=args.concurrency, progress=progress
-            )
+                args.job, args.start, args.end, concurrency=args.concurrency, progress=progress,
+                reason=args.reason, by=default_actor(),
+            )  # fmt: skip
     if args.json:
         print_json(summary.to_dict())
     else:

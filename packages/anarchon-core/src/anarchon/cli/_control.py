@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 
+from .._identity import default_actor
 from .._steer import TriggerTimeoutError
 from ..control import PauseState
 from ..errors import JobNotFoundError
@@ -26,6 +27,9 @@ from ._common import BACKEND_ENV, print_json, print_runs, reading, resolve, tabl
 from ._fleet import check_known
 
 __all__ = ["COMMANDS", "register"]
+
+#: ``--reason`` of the commands that change what the fleet does; ``by`` is this shell's ``user@host``.
+REASON_HELP = "why, recorded in the audit trail with user@host (see 'anarchon audit')"
 
 #: ``command(name, help, description=None)`` of the parser being built.
 Command = Callable[..., argparse.ArgumentParser]
@@ -48,7 +52,9 @@ def register(command: Command, target_help: str, options: Callable[[argparse.Arg
         + fleet.replace("capability it names", "capability 'pause'"),
     )
     _job_arguments(p, target_help, options)
-    p.add_argument("--reason", metavar="TEXT", help="why, shown by 'anarchon pauses' and stored with the pause")
+    p.add_argument(
+        "--reason", metavar="TEXT", help="why, shown by 'anarchon pauses', stored with the pause and in the audit trail"
+    )
 
     p = command(
         "resume",
@@ -58,6 +64,7 @@ def register(command: Command, target_help: str, options: Callable[[argparse.Arg
         + fleet.replace("capability it names", "capability 'pause'"),
     )
     _job_arguments(p, target_help, options)
+    p.add_argument("--reason", metavar="TEXT", help=REASON_HELP)
 
     p = command("pauses", "list the jobs paused (and pauses that ended) in the backend")
     p.add_argument("target", metavar="module:attr", nargs="?", help=target_help + " (optional with --backend)")
@@ -73,6 +80,7 @@ def register(command: Command, target_help: str, options: Callable[[argparse.Arg
         "finished run and exits 1 unless it succeeded." + fleet.replace("capability it names", "capability 'trigger'"),
     )
     _job_arguments(p, target_help, options)
+    p.add_argument("--reason", metavar="TEXT", help=REASON_HELP)
     p.add_argument("--wait", action="store_true", help="wait for the run to finish and print it")
     p.add_argument(
         "--timeout",
@@ -138,13 +146,13 @@ def _moment(ms: int | None) -> datetime | None:
 
 
 async def pause(args: argparse.Namespace) -> int:
-    state = await (await _scheduler(args)).pause(args.job, reason=args.reason)
+    state = await (await _scheduler(args)).pause(args.job, reason=args.reason, by=default_actor())
     _print_pauses([state], args.json)
     return 0
 
 
 async def resume(args: argparse.Namespace) -> int:
-    state = await (await _scheduler(args)).resume(args.job)
+    state = await (await _scheduler(args)).resume(args.job, reason=args.reason, by=default_actor())
     if state is None and not args.json:
         print(f"{args.job} was not paused")
         return 0
@@ -165,7 +173,7 @@ async def trigger(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise ValueError(f"--timeout {args.timeout:g} must be positive (seconds to wait for the run)")
     scheduler = await _scheduler(args)
-    request = await scheduler.trigger(args.job)
+    request = await scheduler.trigger(args.job, reason=args.reason, by=default_actor())
     if not args.wait:
         if args.json:
             print_json({"job": request.job, "slot_ms": request.slot_ms, "by": request.by})

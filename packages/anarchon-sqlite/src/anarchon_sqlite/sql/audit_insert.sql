@@ -1,0 +1,1 @@
+INSERT INTO anarchon_audit (job, entry) VALUES (?1, ?2)

@@ -1,0 +1,1 @@
+DELETE FROM anarchon_audit WHERE id <= ?1

@@ -1,0 +1,1 @@
+CREATE INDEX IF NOT EXISTS anarchon_audit_by_job ON anarchon_audit (job, id)
