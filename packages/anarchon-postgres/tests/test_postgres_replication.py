@@ -1,4 +1,5 @@
-"""The guarantee report names what a failover or a crash of PostgreSQL can do to claims.
+"""The guarantee report names what a failover or a crash of PostgreSQL can do to claims, and grants wait for a
+standby by default (``min_replicas="auto"``).
 
 A private primary and a streaming standby (``initdb``, ``pg_basebackup -R``,
 ``pg_ctl``, run as the ``postgres`` user when the tests run as root) on free
@@ -12,14 +13,19 @@ import asyncio
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
 import pytest
 
+from anarchon import Job
+from anarchon.backend import ClaimResult, Outcome
 from anarchon.guarantees import Finding, check_findings
 from anarchon_conformance import free_port
 from anarchon_postgres import PostgresBackend
@@ -92,9 +98,9 @@ async def _set(dsn: str, setting: str, value: str) -> None:
         await conn.close()
 
 
-async def _report(dsn: str) -> dict[str, Finding]:
+async def _report(dsn: str, **options: object) -> dict[str, Finding]:
     """The findings by topic, read as ``anarchon check`` reads them: the backend opened read-only."""
-    backend = PostgresBackend(dsn=dsn, schema="anarchon_rep_test")
+    backend = PostgresBackend(dsn=dsn, schema="anarchon_rep_test", **options)  # type: ignore[arg-type]
     await backend.start_read_only()
     try:
         return {f.topic: f for f in check_findings(await backend.guarantees())}
@@ -102,13 +108,60 @@ async def _report(dsn: str) -> dict[str, Finding]:
         await backend.close()
 
 
-async def test_an_asynchronous_standby_is_a_failover_that_can_run_slots_twice(primary_with_standby):
+async def test_an_asynchronous_standby_is_waited_for_by_default_and_a_failover_risk_without(primary_with_standby):
     primary, _ = primary_with_standby
     await _set(primary, "synchronous_standby_names", "")
     await _streaming(primary, "async")
     failover = (await _report(primary))["failover"]
+    assert failover.ok and "each grant waits until one has flushed it (min_replicas=auto)" in failover.detail
+    failover = (await _report(primary, min_replicas=0))["failover"]
     assert not failover.ok and "asynchronously (synchronous_standby_names is empty)" in failover.detail
+    assert "min_replicas=0" in failover.detail and "min_replicas at 'auto'" in failover.fix
     assert "synchronous_standby_names" in failover.fix and "When the server fails over" in failover.fix
+
+
+async def test_a_grant_runs_only_once_the_standby_flushed_it(primary_with_standby, make_job, make_claim):
+    """The standby's WAL receiver stopped (SIGSTOP): its connection stays, its flush position stands still.
+    A grant then waits replica_timeout_ms and is unknown (never run); with min_replicas=0 it runs at once."""
+    primary, standby = primary_with_standby
+    await _set(primary, "synchronous_standby_names", "")
+    await _streaming(primary, "async")
+    schema = f"anarchon_wait_{uuid.uuid4().hex[:8]}"
+    waiting = PostgresBackend(dsn=primary, schema=schema)
+    eager = PostgresBackend(dsn=primary, schema=schema, min_replicas=0)
+    await waiting.start()
+    await eager.start()
+    conn = await asyncpg.connect(standby)
+    try:
+        receiver = await conn.fetchval("SELECT pid FROM pg_stat_wal_receiver")
+        assert receiver, "the standby has no WAL receiver"
+        job = make_job("waits", overlap="allow")  # each slot a grant, whatever runs
+
+        async def _claim(backend: PostgresBackend, job: Job, slot_ms: int) -> ClaimResult:
+            (result,) = await backend.claim([make_claim(job, slot_ms)])
+            return result
+
+        assert (await _claim(waiting, job, 1_000)).outcome is Outcome.WON, "a standby that keeps up confirms"
+        os.kill(receiver, signal.SIGSTOP)
+        try:
+            began = time.monotonic()
+            stuck = await _claim(waiting, job, 2_000)
+            took = time.monotonic() - began
+            assert stuck.outcome is Outcome.UNKNOWN, f"a grant no standby flushed must not run: {stuck}"
+            assert took >= waiting.replica_timeout_ms / 1000, f"it answered after {took:.3f} s, before its wait"
+            assert (await _claim(eager, job, 3_000)).outcome is Outcome.WON, "min_replicas=0 does not wait"
+        finally:
+            os.kill(receiver, signal.SIGCONT)
+        assert (await _claim(waiting, job, 4_000)).outcome is Outcome.WON, "confirmed again once it flushes"
+    finally:
+        await conn.close()
+        await waiting.close()
+        await eager.close()
+        drop = await asyncpg.connect(primary)
+        try:
+            await drop.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await drop.close()
 
 
 async def test_a_synchronous_standby_holds_every_claim(primary_with_standby):

@@ -127,10 +127,17 @@ def test_unknown_query_keys_are_refused_with_the_accepted_ones() -> None:
     with pytest.raises(ValueError, match="unknown option 'schem'") as info:
         PostgresBackend.from_url("postgresql://db/app?schem=billing")
     message = str(info.value)
-    assert "anarchon's schema, timeout_ms" in message and "sslmode" in message and "application_name" in message
+    assert (
+        "anarchon's min_replicas, replica_timeout_ms, schema, timeout_ms" in message
+        and "sslmode" in message
+        and "application_name" in message
+    )
 
 
-@pytest.mark.parametrize(("option", "value"), [("schema", "bad-name"), ("schema", "pg_x"), ("timeout_ms", 0)])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("schema", "bad-name"), ("schema", "pg_x"), ("timeout_ms", 0), ("min_replicas", -1), ("replica_timeout_ms", 0)],
+)
 def test_a_value_in_the_url_gets_the_constructors_own_check(option: str, value: object) -> None:
     with pytest.raises(ValueError, match=option) as from_argument:
         PostgresBackend(**{option: value})  # type: ignore[arg-type]

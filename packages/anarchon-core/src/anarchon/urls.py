@@ -28,6 +28,7 @@ from urllib.parse import SplitResult, unquote_plus, urlsplit
 __all__ = [
     "HIDDEN",
     "UrlOptions",
+    "auto_or_integer",
     "boolean",
     "integer",
     "read_query",
@@ -152,6 +153,11 @@ def integer(value: str) -> int:
         return int(value.replace("_", ""), 10)
     except ValueError:
         raise ValueError("must be an integer") from None
+
+
+def auto_or_integer(value: str) -> int | str:
+    """``auto`` (the backend decides, as ``min_replicas="auto"``) or a whole number."""
+    return value if value == "auto" else integer(value)
 
 
 def boolean(value: str) -> bool:

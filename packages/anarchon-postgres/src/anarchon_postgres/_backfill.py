@@ -25,6 +25,7 @@ from anarchon.records import decode_run
 from anarchon.run import RunStatus, datetime_to_ms, ms_to_datetime
 
 from ._schema import render_sql
+from ._standbys import StandbysMixin
 
 __all__ = ["BackfillMixin", "BackfillStatements", "backfill_one"]
 
@@ -82,7 +83,7 @@ async def backfill_one(conn: asyncpg.Connection, sql: BackfillStatements, c: Cla
     return ClaimResult(Outcome.WON, c.granted(fencing=fencing, lease_ms=o.lease_ms))
 
 
-class BackfillMixin:
+class BackfillMixin(StandbysMixin):
     """Mixed into :class:`~anarchon_postgres.PostgresBackend`: :meth:`anarchon.LeaseBackend.backfill`."""
 
     _timeout: float
@@ -98,10 +99,12 @@ class BackfillMixin:
         """One transaction per backfill claim; not a hot path."""
         self._missing_schema()
         results: list[ClaimResult] = []
+        standbys = self._standbys_to_wait()
         for c in claims:
 
             async def op(conn: asyncpg.Connection, retry: bool, c: Claim = c) -> ClaimResult:
-                return await backfill_one(conn, self._backfill_sql, c, self._timeout)
+                answer = await backfill_one(conn, self._backfill_sql, c, self._timeout)
+                return (await self._confirm(conn, standbys, [answer]))[0]
 
             results.append(await self._call("backfill", op))
         return results

@@ -10,7 +10,10 @@ A claim is one committed ``INSERT``. It is only as safe as the commit:
 * with ``synchronous_standby_names`` empty (the default) a standby receives a
   claim after its commit returned: a standby promoted after the primary
   crashed can lack it and grant that slot to a second instance (the failover
-  suite measured this, see the README's "When the server fails over").
+  suite measured this, see the README's "When the server fails over"),
+  unless each grant waits for a standby to flush it (``min_replicas``, by
+  default ``"auto"``: :mod:`._standbys`), which needs a role that can read
+  the standbys' positions.
 
 One query of the server's own catalog and settings (``sql/guarantees.sql``),
 no schema in it, so it runs on a backend opened read-only too.
@@ -33,8 +36,8 @@ _WAITS = ("on", "remote_write", "remote_apply")
 _FAILOVER = "see 'When the server fails over' in the anarchon-postgres README"
 
 
-def findings(row: Any) -> list[Finding]:
-    """The findings for one row of ``sql/guarantees.sql``."""
+def findings(row: Any, min_replicas: int | None = None) -> list[Finding]:
+    """The findings for one row of ``sql/guarantees.sql``; ``min_replicas`` as the backend has it (None: auto)."""
     out: list[Finding] = []
     if row["recovering"]:
         out.append(
@@ -93,6 +96,18 @@ def findings(row: Any) -> list[Finding]:
                 "standby holds every claim",
             )
         )
+    elif min_replicas != 0 and int(row["readable"]) and row["commit"] != "off":
+        waits = "auto" if min_replicas is None else str(min_replicas)
+        out.append(
+            Finding(
+                "failover",
+                True,
+                f"{standbys} standby(s) stream from this server asynchronously, and each grant waits until "
+                f"{'one has' if min_replicas in (None, 1) else f'{min_replicas} have'} flushed it "
+                f"(min_replicas={waits}): a promoted standby holds every grant that ran; one not confirmed within "
+                "replica_timeout_ms is not run (its slot is lost, not run twice)",
+            )
+        )
     elif row["async"] or row["names"] == "" or row["commit"] in ("off", "local"):
         why = (
             "synchronous_standby_names is empty"
@@ -105,10 +120,11 @@ def findings(row: Any) -> list[Finding]:
             Finding(
                 "failover",
                 False,
-                f"{standbys} standby(s) stream from this server asynchronously ({why}): a standby promoted after "
-                "a crash can lack the last claims, and those slots can then run twice",
-                "name the standby in synchronous_standby_names and keep synchronous_commit on (or remote_apply); "
-                + _FAILOVER,
+                f"{standbys} standby(s) stream from this server asynchronously ({why}) and grants do not wait "
+                f"for them ({'min_replicas=0' if min_replicas == 0 else 'synchronous_commit is off'}): a standby "
+                "promoted after a crash can lack the last claims, and those slots can then run twice",
+                "leave min_replicas at 'auto' (each grant waits for a standby to flush it), or name the standby in "
+                "synchronous_standby_names and keep synchronous_commit on (or remote_apply); " + _FAILOVER,
             )
         )
     else:
@@ -117,7 +133,8 @@ def findings(row: Any) -> list[Finding]:
                 "failover",
                 False,
                 f"{standbys} standby(s) stream from this server, but this role cannot read whether they are "
-                "synchronous (pg_stat_replication.sync_state)",
+                "synchronous nor how far they flushed (pg_stat_replication.sync_state, flush_lsn), so grants cannot "
+                "wait for them",
                 "grant pg_read_all_stats to the role anarchon connects as, or check synchronous_standby_names",
             )
         )
@@ -127,10 +144,12 @@ def findings(row: Any) -> list[Finding]:
 class GuaranteesMixin:
     """``guarantees()`` for :class:`~anarchon_postgres.PostgresBackend`."""
 
+    min_replicas: int | None
+
     if TYPE_CHECKING:  # the backend's own, used here
 
         async def _one(self, what: str, sql: str, *args: Any) -> list[Any]: ...
 
     async def guarantees(self) -> list[Finding]:
         (row,) = await self._one("guarantees", _resource(_QUERY_FILE))
-        return findings(row)
+        return findings(row, self.min_replicas)

@@ -26,6 +26,7 @@ from anarchon.backend import Claim, ClaimResult, Outcome
 from anarchon.records import decode_run
 from anarchon.run import datetime_to_ms, ms_to_datetime
 
+from ._standbys import StandbysMixin
 from ._statements import Statements
 
 __all__ = ["ReviveMixin", "revive_one"]
@@ -69,7 +70,7 @@ async def revive_one(conn: asyncpg.Connection, sql: str, c: Claim, timeout: floa
     return ClaimResult(Outcome.UNKNOWN)
 
 
-class ReviveMixin:
+class ReviveMixin(StandbysMixin):
     """Mixed into :class:`~anarchon_postgres.PostgresBackend`: :meth:`anarchon.LeaseBackend.revive`."""
 
     _timeout: float
@@ -85,10 +86,12 @@ class ReviveMixin:
         """One statement (one round trip, one transaction) per claim; the scheduler sends one at a time."""
         self._missing_schema()
         results: list[ClaimResult] = []
+        standbys = self._standbys_to_wait()
         for c in claims:
 
             async def op(conn: asyncpg.Connection, retry: bool, c: Claim = c) -> ClaimResult:
-                return await revive_one(conn, self._sql.revive, c, self._timeout)
+                answer = await revive_one(conn, self._sql.revive, c, self._timeout)
+                return (await self._confirm(conn, standbys, [answer]))[0]
 
             results.append(await self._call("revive", op))
         return results

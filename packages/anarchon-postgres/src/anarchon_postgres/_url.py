@@ -1,7 +1,8 @@
 """The PostgreSQL URL: what PostgresBackend reads from it and what it leaves to asyncpg.
 
 ``postgresql://[user[:password]@]host[:port][,host2…]/database[?key=value…]``.
-The backend's own options (``schema``, ``timeout_ms``) are taken out of the
+The backend's own options (``schema``, ``timeout_ms``, ``min_replicas``,
+``replica_timeout_ms``) are taken out of the
 query and checked by the constructor like its arguments; the connection keys
 asyncpg reads stay in the DSN. Any other key is refused by name: asyncpg
 would send it to the server as a setting, so a typo (``?schem=billing``)
@@ -11,14 +12,19 @@ own: ``asyncpg.create_pool(dsn, server_settings={...})``, passed as ``pool=``.
 
 from __future__ import annotations
 
-from anarchon.urls import UrlOptions, integer, read_url_options, redact_url, text, url_scheme
+from anarchon.urls import UrlOptions, auto_or_integer, integer, read_url_options, redact_url, text, url_scheme
 
 __all__ = ["DRIVER_KEYS", "URL_OPTIONS", "read_postgres_url", "redact_dsn"]
 
 SCHEMES = ("postgresql", "postgres")
 
 #: PostgresBackend's options a URL may set, each with the conversion of its text.
-URL_OPTIONS = {"schema": text, "timeout_ms": integer}
+URL_OPTIONS = {
+    "schema": text,
+    "timeout_ms": integer,
+    "min_replicas": auto_or_integer,
+    "replica_timeout_ms": integer,
+}
 
 #: The connection keys asyncpg reads from a DSN's query (asyncpg.connect_utils._parse_connspec),
 #: and application_name, the one server setting the backend itself sets.

@@ -36,6 +36,7 @@ from ._schema import (
     migration_script,
     quote_schema,
 )
+from ._standbys import StandbysMixin, StandbyWatch, check_min_replicas, check_replica_timeout
 from ._statements import Statements
 from ._url import read_postgres_url, redact_dsn
 
@@ -58,7 +59,7 @@ _CLAIMS_AT_ONCE = 2
 
 class PostgresBackend(
     GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, BackfillMixin, ReviveMixin,
-    LeaseBackend,
+    StandbysMixin, LeaseBackend,
 ):  # fmt: skip
     """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
 
@@ -71,9 +72,14 @@ class PostgresBackend(
     creating anything, and :meth:`migration_sql` prints what :meth:`start`
     would apply, for a DBA.
 
-    The URL's query may set ``schema`` and ``timeout_ms``
-    (``postgresql://db/app?schema=billing``); an argument left at its default
-    gives way to the URL, one that contradicts it is refused.
+    ``min_replicas`` (``"auto"``: one standby while one streams from the
+    server) is how many standbys must have flushed a grant before it runs,
+    waiting up to ``replica_timeout_ms`` (see :mod:`._standbys`).
+
+    The URL's query may set ``schema``, ``timeout_ms``, ``min_replicas`` and
+    ``replica_timeout_ms`` (``postgresql://db/app?schema=billing``); an
+    argument left at its default gives way to the URL, one that contradicts it
+    is refused.
     """
 
     name: ClassVar[str] = "postgres"
@@ -102,10 +108,17 @@ class PostgresBackend(
         schema: str = "anarchon",
         *,
         timeout_ms: int = 5_000,
+        min_replicas: int | str = "auto",
+        replica_timeout_ms: int = 100,
     ) -> None:
         found = read_postgres_url(dsn)
         schema = found.pick("schema", schema, "anarchon")
         timeout_ms = found.pick("timeout_ms", timeout_ms, 5_000)
+        min_replicas = found.pick("min_replicas", min_replicas, "auto")
+        replica_timeout_ms = found.pick("replica_timeout_ms", replica_timeout_ms, 100)
+        #: None: "auto" (see ._standbys).
+        self.min_replicas = check_min_replicas(min_replicas)
+        self.replica_timeout_ms = check_replica_timeout(replica_timeout_ms)
         self.schema = check_schema_name(schema)
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
             raise ValueError(f"timeout_ms={timeout_ms!r} must be a positive integer (milliseconds), e.g. 5000")
@@ -124,6 +137,7 @@ class PostgresBackend(
         self._finishes: Batcher[tuple[Any, ...]] | None = None
         self._chunk = _CHUNK
         self._claiming: asyncio.Semaphore | None = None
+        self._standby_watch = StandbyWatch(repr(self))
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
@@ -151,6 +165,8 @@ class PostgresBackend(
                 await ensure_schema(conn, self.schema)
                 self._max_connections = await conn.fetchval(_resource("max_connections.sql"), timeout=self._timeout)
             self._read_only, self.schema_version = False, SCHEMA_VERSION
+            if self.min_replicas is None:
+                await self._standby_watch.refresh(self._read_standbys)  # the first claims already wait if they must
         except asyncpg.TooManyConnectionsError as exc:  # a caller's pool, opening its first connection
             await self._drop_own_pool()
             raise self._no_free_connection().error(exc, starting=True) from exc
@@ -259,11 +275,11 @@ class PostgresBackend(
         for wait in (False, True):
             rows = await self._claim_batch([claims[i] for i in rest], wait=wait)
             pending: list[int] = []
-            for i, row in zip(rest, rows, strict=True):
+            for i, (row, answer) in zip(rest, rows, strict=True):
                 if row["o_outcome"] == "pending":
                     pending.append(i)
                 elif row["o_outcome"] != "general":
-                    results[i] = claim_result(claims[i], row)
+                    results[i] = answer
             held = set(pending)
             general = [i for i in rest if results[i] is None and i not in held]
             if general:
@@ -274,15 +290,25 @@ class PostgresBackend(
                 break
         return [r if r is not None else ClaimResult(Outcome.UNKNOWN) for r in results]
 
-    async def _claim_batch(self, claims: Sequence[Claim], *, wait: bool) -> list[asyncpg.Record]:
+    async def _claim_batch(
+        self, claims: Sequence[Claim], *, wait: bool
+    ) -> list[tuple[asyncpg.Record, ClaimResult | None]]:
+        """Each claim's row, and its answer where the row decides it (a grant unknown unless a standby has it)."""
         args = (wait, *zip(*map(batch_args, claims), strict=True))
+        standbys = self._standbys_to_wait()
 
-        async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
+        async def op(conn: asyncpg.Connection, retry: bool) -> list[tuple[asyncpg.Record, ClaimResult | None]]:
             rows: list[asyncpg.Record] = await conn.fetch(self._sql.claim_batch, *args, timeout=self._timeout)
-            return rows
+            by_n = {row["o_n"]: row for row in rows}
+            ordered = [by_n[n] for n in range(1, len(claims) + 1)]
+            decided = [i for i, row in enumerate(ordered) if row["o_outcome"] not in ("pending", "general")]
+            answers = await self._confirm(conn, standbys, [claim_result(claims[i], ordered[i]) for i in decided])
+            out: list[tuple[asyncpg.Record, ClaimResult | None]] = [(row, None) for row in ordered]
+            for i, answer in zip(decided, answers, strict=True):
+                out[i] = (ordered[i], answer)
+            return out
 
-        by_n = {row["o_n"]: row for row in await self._call("claim", op)}
-        return [by_n[n] for n in range(1, len(claims) + 1)]
+        return await self._call("claim", op)
 
     async def _claim_general(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         if len(claims) == 1:
@@ -290,12 +316,13 @@ class PostgresBackend(
         else:
             sql, args = self._sql.claim, tuple(zip(*map(claim_args, claims), strict=True))
 
-        async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
-            rows: list[asyncpg.Record] = await conn.fetch(sql, *args, timeout=self._timeout)
-            return rows
+        standbys = self._standbys_to_wait()
 
-        rows = {row["o_n"]: row for row in await self._call("claim", op)}
-        return [claim_result(c, rows[n]) for n, c in enumerate(claims, 1)]
+        async def op(conn: asyncpg.Connection, retry: bool) -> list[ClaimResult]:
+            rows = {row["o_n"]: row for row in await conn.fetch(sql, *args, timeout=self._timeout)}
+            return await self._confirm(conn, standbys, [claim_result(c, rows[n]) for n, c in enumerate(claims, 1)])
+
+        return await self._call("claim", op)
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         """Record the run; finishes made together share one statement and one commit (see ``_batch``)."""
@@ -352,9 +379,12 @@ class PostgresBackend(
             [g.token for g in grants],
         )
 
+        standbys = self._standbys_to_wait()
+
         async def op(conn: asyncpg.Connection, retry: bool) -> set[tuple[str, int, bool, str]]:
             rows = await conn.fetch(self._sql.renew, *args, timeout=self._timeout)
-            return {tuple(row) for row in rows}
+            # A renewal no standby has may vanish in a failover, and the run be taken over there meanwhile.
+            return {tuple(row) for row in rows} if rows and await self._confirmed(conn, standbys) else set()
 
         renewed = await self._call("renew", op)
         return [(g.job, g.slot_ms, g.manual, g.token) in renewed for g in grants]
@@ -382,6 +412,7 @@ class PostgresBackend(
             return []
         # Owners dead for longer than this have stopped renewing for longer, so their runs' leases expired too.
         dead_within = self._longest_lease_ms(jobs) + 2 * round(self._timeout * 1000)
+        standbys = self._standbys_to_wait()
 
         async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
             polled = await conn.fetch(self._sql.expired_jobs, dead_within, timeout=self._timeout)
@@ -396,7 +427,9 @@ class PostgresBackend(
                 instance,
             )
             rows: list[asyncpg.Record] = await conn.fetch(self._sql.take_over, *args, timeout=self._timeout)
-            return rows
+            # Every row is a grant. Runs taken over but on no standby are not run: their leases expire, and
+            # they are taken over again.
+            return rows if not rows or await self._confirmed(conn, standbys) else []
 
         return [
             ClaimResult(

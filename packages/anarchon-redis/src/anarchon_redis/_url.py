@@ -15,14 +15,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
 
-from anarchon.urls import UrlOptions, boolean, integer, read_url_options, redact_url, text, url_scheme
+from anarchon.urls import UrlOptions, auto_or_integer, boolean, integer, read_url_options, redact_url, text, url_scheme
 
 __all__ = ["DRIVER_KEYS", "URL_OPTIONS", "read_redis_url"]
-
-
-def replicas(value: str) -> int | str:
-    """``auto`` (the default: a replica while one is connected) or a whole number of replicas."""
-    return value if value == "auto" else integer(value)
 
 
 SCHEMES = ("redis", "rediss")
@@ -33,7 +28,7 @@ URL_OPTIONS = {
     "cluster": boolean,
     "sweep_ms": integer,
     "connect_timeout_ms": integer,
-    "min_replicas": replicas,
+    "min_replicas": auto_or_integer,
     "replica_timeout_ms": integer,
 }
 
