@@ -56,7 +56,15 @@ def _scheduler(url: str) -> tuple[Scheduler, list[int]]:
     return scheduler, ran
 
 
+TOKEN = "defects-test-token-0123456789"
+
+
 def _token(client: TestClient) -> str:
+    """Sign in with the token (through the form), then the job page's CSRF token."""
+    form = re.search(r'name="csrf" value="([^"]+)"', client.get("/sign-in").text)
+    assert form is not None
+    signed = client.post("/sign-in", data={"csrf": form.group(1), "token": TOKEN}, follow_redirects=False)
+    assert signed.status_code == 303, signed.text
     page = client.get("/jobs/tally")
     assert page.status_code == 200, page.text
     found = re.search(r'name="csrf" value="([^"]+)"', page.text)
@@ -66,10 +74,11 @@ def _token(client: TestClient) -> str:
 
 def test_pages_keep_answering_after_a_run_now(url: str) -> None:
     scheduler, ran = _scheduler(url)
-    dashboard = anarchon_web.app(scheduler, actions=True, open_backend=True)
+    dashboard = anarchon_web.app(scheduler, token=TOKEN, open_backend=True)
     with TestClient(dashboard, base_url="http://127.0.0.1:8000") as client:
         token = _token(client)
-        done = client.post("/jobs/tally/run-now", data={"csrf": token}, headers={"origin": "http://127.0.0.1:8000"},
+        done = client.post("/jobs/tally/run-now", data={"csrf": token, "confirm": "yes"},
+                           headers={"origin": "http://127.0.0.1:8000"},
                            follow_redirects=False)  # fmt: skip
         assert done.status_code == 303 and ran == [1]
         target = done.headers["location"]
@@ -82,14 +91,17 @@ def test_pages_keep_answering_after_a_run_now(url: str) -> None:
 def test_a_rebinding_host_is_refused_before_anything_runs(url: str) -> None:
     scheduler, ran = _scheduler(url)
     dashboard = anarchon_web.app(
-        scheduler, actions=True, open_backend=True, allowed_hosts=allowed_hosts("127.0.0.1", [])
+        scheduler, token=TOKEN, open_backend=True, allowed_hosts=allowed_hosts("127.0.0.1", [])
     )
     with TestClient(dashboard, base_url="http://127.0.0.1:8000") as client:
         token = _token(client)
         evil = {"host": "rebind.evil.example:8000", "origin": "http://rebind.evil.example:8000"}
         assert client.get("/", headers=evil).status_code == 400
-        posted = client.post("/jobs/tally/run-now", data={"csrf": token}, headers=evil, follow_redirects=False)
-        assert posted.status_code == 400 and ran == [], "a rebinding POST ran the job"
+        for action in ("run-now", "trigger", "pause"):
+            data = {"csrf": token, "confirm": "yes", "reason": "x"}
+            posted = client.post(f"/jobs/tally/{action}", data=data, headers=evil, follow_redirects=False)
+            assert posted.status_code == 400, f"a rebinding POST to {action} answered {posted.status_code}"
+        assert ran == [] and scheduler.jobs["tally"] and client.get("/?format=json").json()["jobs"][0]["paused"] is None
         assert client.get("/", headers={"host": "localhost:8000"}).status_code == 200
         assert client.get("/", headers={"host": "[::1]:8000"}).status_code == 200
 

@@ -47,8 +47,9 @@ async def test_the_jobs_page_draws_every_outcome_and_links_each_run(store: Any, 
     for outcome in set(seeded.expected.values()):
         assert f'data-outcome="{outcome}"' in page.text, outcome
     assert f'href="/jobs/ledger/runs/{seeded.slot(10)}"' in page.text
-    assert "script-src" not in page.headers["content-security-policy"]  # no script at all: default-src 'none'
-    assert "<script" not in page.text
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "unsafe" not in policy  # one same-origin file: live.js
+    assert page.text.count("<script") == 1 and '<script src="/static/live.js" defer></script>' in page.text
 
 
 async def test_the_job_page_figures_and_filters(store: Any, seed: Any, fixed_clock: Any) -> None:

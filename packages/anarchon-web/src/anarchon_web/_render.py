@@ -51,7 +51,7 @@ class Renderer:
     def __call__(self, request: Request, template: str, data: dict[str, Any], **extra: Any) -> Response:
         if wants_json(request):
             return JSONResponse(data)
-        token = _csrf.token_for(request) if self.settings.actions else ""
+        token = _csrf.token_for(request) if self.settings.actions or self.settings.sign_in else ""
 
         def url(route: str, **params: Any) -> str:
             return str(request.url_for(route, **{k: str(v) for k, v in params.items()}).path)
@@ -66,6 +66,8 @@ class Renderer:
 
         html = self.env.get_template(template).render(
             **data, **extra, title=self.settings.title, csrf=token, url=url, query=query,
+            refresh_s=self.settings.refresh_s,
+            signed_in=_csrf.signed_in(request)[0], steering=self.settings.actions, local_runs=self.settings.local_runs,
             static=lambda path: str(request.url_for("static", path=path).path),
         )  # fmt: skip
         response = HTMLResponse(html)

@@ -17,9 +17,11 @@ def _bounded(option: str, value: object, low: int, high: int) -> int:
 class Settings:
     """What a dashboard shows and allows.
 
-    ``actions`` turns on the forms that change something (today: *run now*,
-    the one action the core has); off by default, so a dashboard is
-    read-only unless its operator says otherwise.
+    ``actions`` turns on the steering forms (pause, resume, trigger, backfill,
+    run now, stored schedules); ``app()`` allows it only with sign-in
+    (``sign_in``), so a dashboard nobody signs in to is read-only.
+    ``local_runs``: this process has the jobs' functions (module:attr), so
+    it can run them itself (run now, backfill).
     """
 
     title: str = "anarchon"
@@ -32,6 +34,10 @@ class Settings:
     #: Records read for the job page (history keeps about ``history_size``, 1000 by default).
     history_limit: int = 1000
     actions: bool = False
+    sign_in: bool = False
+    local_runs: bool = False
+    #: Seconds between the live refreshes of the jobs and job pages (``static/live.js``); 0 turns them off.
+    refresh_s: int = 5
 
     def __post_init__(self) -> None:
         if not isinstance(self.title, str) or not self.title.strip():
@@ -40,5 +46,6 @@ class Settings:
         _bounded("strip_slots", self.strip_slots, 1, 500)
         _bounded("timeline_slots", self.timeline_slots, 1, 1000)
         _bounded("history_limit", self.history_limit, 1, 100_000)
+        _bounded("refresh_s", self.refresh_s, 0, 3600)
         if not isinstance(self.actions, bool):
             raise ValueError(f"anarchon_web.app(actions={self.actions!r}): use True or False")

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 from anarchon import Job, JobOptions, PauseState, Run, Scheduler
+from anarchon.audit import AuditEntry, read_audit
 from anarchon.errortext import error_text
 from anarchon.fleet import Fleet, FleetJob, FleetReader
 from anarchon.urls import redact_url
@@ -105,6 +106,12 @@ class Source:
         if self.open_backend:
             return await self.scheduler.backend.history(job.name, limit)
         return await self.scheduler.history(job.name, limit)
+
+    async def audit(self, *, limit: int, before_id: int | None, job: str | None) -> list[AuditEntry]:
+        """The audit trail's newest entries (:mod:`anarchon.audit`), through the backend this dashboard reads."""
+        if self.open_backend:
+            return await read_audit(self.scheduler.backend, limit=limit, before_id=before_id, job=job)
+        return await self.scheduler.audit(limit=limit, before_id=before_id, job=job)
 
     async def histories(self, jobs: Sequence[Job], limit: int) -> list[list[Run]]:
         """One history call per job (a page's rows, never the whole fleet).

@@ -1,4 +1,4 @@
-"""The three pages (jobs, job, run) and the run-now action; each answers HTML or JSON.
+"""The pages (jobs, job, run, fleet); each answers HTML or JSON. Steering is in ``_steering``.
 
 Backend calls per page (README, "Cost of a page"): the jobs page makes one
 ``history`` call per job row it shows (at most ``per_page``, all in flight at
@@ -14,15 +14,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import Response
 
-from anarchon import AnarchonError, Job, Run, RunStatus
+from anarchon import Job, RunStatus
 from anarchon.run import datetime_to_ms
 
-from . import _csrf
+from ._charts import charts
 from ._figures import figures
 from ._present import job_dict, next_slots, run_dict, slot_dict, utc
-from ._render import Renderer, wants_json
+from ._render import Renderer
 from ._settings import Settings
 from ._slots import OUTCOMES, strip
 from ._source import Source
@@ -158,7 +158,7 @@ class Views:
         data = {"now": utc(now), "backend": self.source.backend_label, "kind": self.source.kind,
                 "q": query, "page": page, "pages": pages, "per_page": per_page, "total": len(names),
                 "jobs": rows, "fleet": self.source.fleet is not None}  # fmt: skip
-        return self.render(request, "jobs.html", data, outcomes=OUTCOMES)
+        return self.render(request, "jobs.html", data, outcomes=OUTCOMES, live=True)
 
     async def job(self, request: Request) -> Response:
         await self.source.refresh()
@@ -207,8 +207,9 @@ class Views:
             "runs": [run_dict(r) for r in chosen[(page - 1) * per_page : page * per_page]],
             "timeline": {"slots": [slot_dict(s) for s in slots], "rows": rows},
             "drift": self._drift(job.name), "paused": self._pause(job.name),
+            "charts": charts(runs, since, until),  # the range of from/to only, not the other filters
         }  # fmt: skip
-        return self.render(request, "job.html", data, outcomes=OUTCOMES, actions=self.settings.actions)
+        return self.render(request, "job.html", data, outcomes=OUTCOMES, actions=self.settings.actions, live=True)
 
     async def run(self, request: Request) -> Response:
         await self.source.refresh()
@@ -224,18 +225,3 @@ class Views:
         return self.render(
             request, "run.html", {"job": job_dict(job), "run": run_dict(found), "backend": self.source.backend_label}
         )
-
-    async def run_now(self, request: Request) -> Response:
-        job = self._job(request)
-        refused = _csrf.check(request, await _csrf.form(request))
-        if refused:
-            raise BadRequest(f"run now refused: {refused}", 403)
-        try:
-            run: Run = await self.source.scheduler.run_now(job.name)
-        except AnarchonError as exc:
-            raise BadRequest(f"run now of {job.name!r} failed: {exc}", 409) from exc
-        if wants_json(request):
-            return JSONResponse(run_dict(run))
-        # A path, not a URL built from the Host header (which a rebinding attacker chooses).
-        target = request.url_for("run", name=job.name, slot_ms=str(run.slot_ms)).path + "?manual=yes"
-        return RedirectResponse(target, status_code=303)
