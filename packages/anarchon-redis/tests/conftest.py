@@ -168,12 +168,10 @@ def replicated(tmp_path: Path, redis_binaries: None) -> Iterator[tuple[RedisServ
             server.stop(kill=True)
 
 
-@pytest.fixture(scope="session")
-def cluster_url(tmp_path_factory: pytest.TempPathFactory, redis_binaries: None, request: pytest.FixtureRequest) -> str:
-    """Three masters, no replicas, on free ports; every server is killed at session end."""
-    root = tmp_path_factory.mktemp("cluster")
+def start_cluster(root: Path, primaries: int, replicas: int, request: pytest.FixtureRequest) -> list[RedisServer]:
+    """``primaries`` primaries with ``replicas`` replicas each, on free ports, every link up; killed at teardown."""
     ports: list[int] = []
-    while len(ports) < 3:
+    while len(ports) < primaries * (1 + replicas):
         port = free_cluster_port()
         if all(abs(port - p) > 1 for p in ports):
             ports.append(port)
@@ -187,12 +185,12 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory, redis_binaries: None, 
         for node in nodes:
             node.stop(kill=True)
 
-    request.addfinalizer(stop_all)  # noqa: PT021 - registered before start, so a half-started server is killed too
+    request.addfinalizer(stop_all)
     for node in nodes:
         node.start()
     created = subprocess.run(
         ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in nodes),
-         "--cluster-replicas", "0", "--cluster-yes"],
+         "--cluster-replicas", str(replicas), "--cluster-yes"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert created.returncode == 0, created.stdout + created.stderr
@@ -200,12 +198,47 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory, redis_binaries: None, 
     for node in nodes:
         client = redis.Redis(host="127.0.0.1", port=node.port)
         try:
-            while client.cluster("INFO").get("cluster_state") != "ok":
-                assert time.monotonic() < deadline, f"cluster on port {node.port} never became ok"
+            while not _joined(client, replicas):
+                assert time.monotonic() < deadline, f"cluster node on port {node.port} never joined"
                 time.sleep(0.1)
         finally:
             client.close()
+    return nodes
+
+
+def _joined(client: redis.Redis, replicas: int) -> bool:
+    """The cluster is ok from this node, and its replication link (replica) or its replicas (primary) are up."""
+    if client.cluster("INFO").get("cluster_state") != "ok":
+        return False
+    info = client.info("replication")
+    if info["role"] == "slave":
+        return info.get("master_link_status") == "up"
+    return int(info.get("connected_slaves", 0)) >= replicas
+
+
+@pytest.fixture(scope="session")
+def cluster_url(tmp_path_factory: pytest.TempPathFactory, redis_binaries: None, request: pytest.FixtureRequest) -> str:
+    """Three masters, no replicas, on free ports; every server is killed at session end."""
+    nodes = start_cluster(tmp_path_factory.mktemp("cluster"), 3, 0, request)
     return f"redis://127.0.0.1:{nodes[0].port}/0?cluster=true"
+
+
+@pytest.fixture
+def replicated_cluster(
+    tmp_path: Path, redis_binaries: None, request: pytest.FixtureRequest
+) -> tuple[str, dict[int, RedisServer]]:
+    """Three primaries with a replica each; the URL, and each replica by its primary's port."""
+    nodes = start_cluster(tmp_path, 3, 1, request)
+    replicas: dict[int, RedisServer] = {}
+    for node in nodes:
+        client = redis.Redis(host="127.0.0.1", port=node.port)
+        try:
+            info = client.info("replication")
+        finally:
+            client.close()
+        if info["role"] == "slave":
+            replicas[int(info["master_port"])] = node
+    return f"redis://127.0.0.1:{nodes[0].port}/0?cluster=true", replicas
 
 
 def make_job(name: str = "sync", cron: str = "* * * * * *", **options: Any) -> Job:

@@ -190,3 +190,35 @@ async def test_on_a_cluster_without_replicas_min_replicas_leaves_every_claim_unk
     finally:
         await backend.close()
         await plain.close()
+
+
+async def test_on_a_cluster_by_default_a_claim_waits_for_its_own_primarys_replica(
+    replicated_cluster: Any, make_job: Any, claim: Any
+) -> None:
+    """``auto`` per primary: with one primary's replica stopped, the claims on that primary are unknown (never
+    run) and the claims on the other primaries are won; ``min_replicas=0`` wins them all."""
+    url, replicas = replicated_cluster
+    waiting = RedisBackend(url=url, prefix="t:repcl:", replica_timeout_ms=100)
+    eager = RedisBackend(url=url, prefix="t:repcl:", min_replicas=0)
+    await waiting.start()
+    await eager.start()
+    try:
+        jobs = [make_job(f"j{i}", overlap="allow") for i in range(12)]  # over the three primaries; each slot a grant
+        assert {r.outcome for r in await waiting.claim([claim(j, 1000, "a") for j in jobs])} == {Outcome.WON}
+        client = waiting._redis()
+        port, stopped = next(iter(replicas.items()))
+        held = {j.name for j in jobs if client.get_node_from_key(waiting._keys.job(j.name).state).port == port}
+        assert held and len(held) < len(jobs), "the jobs must fall on the stopped replica's primary and others"
+        stopped.proc.send_signal(signal.SIGSTOP)
+        try:
+            results = await waiting.claim([claim(j, 2000, "a") for j in jobs])
+            outcomes = {j.name: r.outcome for j, r in zip(jobs, results, strict=True)}
+            assert {n for n, o in outcomes.items() if o is Outcome.UNKNOWN} == held, outcomes
+            assert all(o is Outcome.WON for n, o in outcomes.items() if n not in held), outcomes
+            again = await eager.claim([claim(j, 3000, "b") for j in jobs])
+            assert {r.outcome for r in again} == {Outcome.WON}, "min_replicas=0 does not wait"
+        finally:
+            stopped.proc.send_signal(signal.SIGCONT)
+    finally:
+        await waiting.close()
+        await eager.close()

@@ -9,7 +9,7 @@ backend here is (:mod:`._control`, :mod:`._backfill`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
@@ -32,7 +32,7 @@ class CallsMixin:
 
     cluster: bool
     min_replicas: int | None
-    _replica_watch: _replicas.ReplicaWatch
+    _replica_watch: _replicas.ReplicaWatch | _replicas.ClusterReplicaWatch
     replica_timeout_ms: int
     _keys: Keyspace
     _full: Full
@@ -70,17 +70,19 @@ class CallsMixin:
 
     async def _calls_waited(self, calls: Sequence[Call], *, strict: int | None = None) -> tuple[list[Any], list[bool]]:
         """:meth:`_calls`, and per call whether its write reached ``min_replicas`` (``WAIT``, :mod:`._replicas`)."""
-        wait = self.min_replicas
-        if wait is None:  # "auto": one replica while one is connected (no wait on a cluster)
-            wait = 0 if self.cluster else self._replica_watch.wait_for(self._redis())
-        if not wait:
+        wait: int | dict[str, int] | None = self.min_replicas
+        if wait is None:  # "auto": one replica while one is connected (per primary on a cluster)
+            wait = self._replica_watch.wait_for(self._redis())
+        if not (any(wait.values()) if isinstance(wait, dict) else wait):
             return await self._calls(calls, strict=strict), [True] * len(calls)
         results, reached = await self._piped(calls, strict, wait)
         if not all(reached):
             self._replica_watch.stale()
         return results, reached
 
-    async def _piped(self, calls: Sequence[Call], strict: int | None, wait: int) -> tuple[list[Any], list[bool]]:
+    async def _piped(
+        self, calls: Sequence[Call], strict: int | None, wait: int | Mapping[str, int]
+    ) -> tuple[list[Any], list[bool]]:
         results, reached = await self._pipeline([(s.sha, k, a, False) for s, k, a in calls], wait)
         missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
         if missing:
@@ -100,7 +102,9 @@ class CallsMixin:
         """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out."""
         return await self._calls(calls, strict=0)
 
-    async def _pipeline(self, commands: list[_replicas.Command], replicas: int = 0) -> tuple[list[Any], list[bool]]:
+    async def _pipeline(
+        self, commands: list[_replicas.Command], replicas: int | Mapping[str, int] = 0
+    ) -> tuple[list[Any], list[bool]]:
         return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, self.replica_timeout_ms)
 
     def _hint(self) -> list[str]:

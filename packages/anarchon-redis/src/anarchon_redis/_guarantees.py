@@ -12,7 +12,7 @@ A claim is a key written by a script; it is as safe as that key:
   (``appendfsync everysec``);
 * an **eviction policy** other than ``noeviction`` drops keys when memory is
   full, a claim record among them;
-* **replicas** that claims do not wait for (``min_replicas=0``, or ``auto`` on a cluster) can lack the
+* **replicas** that claims do not wait for (``min_replicas=0``) can lack the
   last claims when one of them is promoted: those slots run twice.
 
 ``INFO`` on each primary (on a cluster, every primary) and ``CONFIG GET`` for
@@ -164,9 +164,8 @@ class GuaranteesMixin:
         if not isinstance(client, RedisCluster):
             return node_findings(await client.info(), await _config(client), self.min_replicas)
         out = []
-        waits = self.min_replicas or 0  # "auto" does not wait on a cluster (_replicas.py)
-        for node in client.get_primaries():
+        for node in client.get_primaries():  # "auto" waits per primary, as on one server (_replicas.py)
             info = await client.info(target_nodes=node)
-            for f in node_findings(info, await _config(client, target_nodes=node), waits):
+            for f in node_findings(info, await _config(client, target_nodes=node), self.min_replicas):
                 out.append(Finding(f.topic, f.ok, f"node {node.name}: {f.detail}", f.fix))
         return out

@@ -18,22 +18,32 @@ has one connected, or had one within :data:`STICKY_S` (``INFO replication``,
 read at start, every :data:`WATCH_PERIOD_S` and after any ``WAIT`` that fell
 short), and for none otherwise: with the old default of 0, a replica promoted after a crash lacked
 the last claims and 61 slots ran twice in the failover scenario; a fixed 1 on
-a server left without a replica made every claim unknown. On a cluster
-``auto`` does not wait (its failovers in the scenario ran nothing twice); set
-a number there to wait.
+a server left without a replica made every claim unknown. On a cluster the
+same holds per primary (``INFO replication`` of every primary): a claim's
+``WAIT`` asks its own node for one replica while that node has or just had
+one, and for none on a node that never had one. Not waiting on a cluster ran
+4 slots twice across forced failovers (``CLUSTER FAILOVER FORCE``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-__all__ = ["AUTO", "Command", "ReplicaWatch", "check_min_replicas", "check_replica_timeout", "pipeline"]
+__all__ = [
+    "AUTO",
+    "ClusterReplicaWatch",
+    "Command",
+    "ReplicaWatch",
+    "check_min_replicas",
+    "check_replica_timeout",
+    "pipeline",
+]
 
 #: ``min_replicas`` that follows the server: one replica while one is connected, else none.
 AUTO = "auto"
@@ -65,7 +75,7 @@ def check_replica_timeout(value: object) -> int:
     return value
 
 
-class ReplicaWatch:
+class ReplicaWatch:  # one server; ClusterReplicaWatch below keeps one per primary
     """How many replicas ``min_replicas="auto"`` waits for: 1 while the server has or just had one, else 0.
 
     "Just had" matters: a replica promoted in a switch-over leaves the old
@@ -90,6 +100,10 @@ class ReplicaWatch:
         due = self._checked is None or now - self._checked > WATCH_PERIOD_S
         if due and (self._task is None or self._task.done()):
             self._task = asyncio.get_running_loop().create_task(self.refresh(client))
+        return self.needed(now)
+
+    def needed(self, now: float) -> int:
+        """1 while the server has a replica or had one within ``STICKY_S`` in its current history, else 0."""
         last = self._seen.get(self._replid)
         return 1 if self.connected or (last is not None and now - last < STICKY_S) else 0
 
@@ -103,10 +117,50 @@ class ReplicaWatch:
             info = await client.info("replication")
         except Exception:  # the claims themselves say what is wrong with the server
             return
+        self.learn(info)
+
+    def learn(self, info: dict[str, Any]) -> None:
+        """Take one ``INFO replication`` answer."""
         self.connected = int(info.get("connected_slaves", 0))
         self._replid = str(info.get("master_replid", ""))
         if self.connected:
             self._seen[self._replid] = time.monotonic()
+
+
+class ClusterReplicaWatch:
+    """``min_replicas="auto"`` on a cluster: a :class:`ReplicaWatch` per primary, by node name.
+
+    A node not read yet (a primary met since the last read) waits for none until the next
+    read, :data:`WATCH_PERIOD_S` at most: as a single server does before its first read.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, ReplicaWatch] = {}
+        self._checked: float | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def wait_for(self, client: Client) -> dict[str, int]:
+        """The replicas each primary's ``WAIT`` asks for now, by node name (0: no ``WAIT``)."""
+        now = time.monotonic()
+        due = self._checked is None or now - self._checked > WATCH_PERIOD_S
+        if due and (self._task is None or self._task.done()):
+            self._task = asyncio.get_running_loop().create_task(self.refresh(client))
+        return {name: watch.needed(now) for name, watch in self.nodes.items()}
+
+    def stale(self) -> None:
+        self._checked = None
+
+    async def refresh(self, client: Client) -> None:
+        self._checked = time.monotonic()
+        try:
+            assert isinstance(client, RedisCluster)
+            infos = await client.info("replication", target_nodes=RedisCluster.PRIMARIES)
+        except Exception:  # the claims themselves say what is wrong with the cluster
+            return
+        if not isinstance(infos, dict) or not all(isinstance(v, dict) for v in infos.values()):
+            infos = {}
+        for name, info in infos.items():
+            self.nodes.setdefault(str(name), ReplicaWatch()).learn(info)
 
 
 Client = Union["Redis", "RedisCluster"]
@@ -130,10 +184,14 @@ def _home(client: RedisCluster, keys: list[str]) -> str | None:
 
 
 async def pipeline(
-    client: Client, cluster: bool, commands: Sequence[Command], replicas: int, timeout_ms: int
+    client: Client, cluster: bool, commands: Sequence[Command], replicas: int | Mapping[str, int], timeout_ms: int
 ) -> tuple[list[Any], list[bool]]:
-    """Each command's reply, and whether its write reached ``replicas`` replicas (always true at 0)."""
+    """Each command's reply, and whether its write reached ``replicas`` replicas (always true at 0).
+
+    On a cluster ``replicas`` may be a count per node name (``auto``): a node that needs none sends no ``WAIT``.
+    """
     if not isinstance(client, RedisCluster):
+        assert isinstance(replicas, int)
         pipe = client.pipeline(transaction=False)
         _queue(pipe, commands)
         if not replicas:
@@ -143,18 +201,21 @@ async def pipeline(
         return results[:-1], [_enough(results[-1], replicas)] * len(commands)
     cpipe = client.pipeline(transaction=False)
     _queue(cpipe, commands)
-    if not replicas:
-        return list(await cpipe.execute(raise_on_error=False)), [True] * len(commands)
     homes = [_home(client, keys) for _, keys, _, _ in commands]
-    nodes = {name: client.get_node(node_name=name) for name in homes if name is not None}
+    per_node = replicas if isinstance(replicas, Mapping) else {name: replicas for name in homes if name is not None}
+    if not any(per_node.get(name, 0) for name in homes if name is not None):
+        return list(await cpipe.execute(raise_on_error=False)), [True] * len(commands)
+    nodes = {name: client.get_node(node_name=name) for name in homes if name is not None and per_node.get(name, 0)}
     waited = [(name, node) for name, node in nodes.items() if node is not None]
-    for _, node in waited:
-        cpipe.execute_command("WAIT", replicas, timeout_ms, target_nodes=node)
+    for name, node in waited:
+        cpipe.execute_command("WAIT", per_node[name], timeout_ms, target_nodes=node)
     # No redirection: a script redirected after a failover ran on another connection than its WAIT.
     results = list(await cpipe.execute(raise_on_error=False, allow_redirections=False))
-    acked = {name: _enough(ack, replicas) for (name, _), ack in zip(waited, results[len(commands) :], strict=True)}
+    acked = {
+        name: _enough(ack, per_node[name]) for (name, _), ack in zip(waited, results[len(commands) :], strict=True)
+    }
     reached = [
-        home is not None and acked.get(home, False) and _home(client, keys) == home
+        home is not None and (acked.get(home, False) if per_node.get(home, 0) else True) and _home(client, keys) == home
         for home, (_, keys, _, _) in zip(homes, commands, strict=True)
     ]
     return results[: len(commands)], reached

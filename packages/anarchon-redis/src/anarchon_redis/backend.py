@@ -57,7 +57,7 @@ from ._known import KnownJobs
 from ._names import Keyspace, check_prefix, run_id
 from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, job_failed, mark_of, text
 from ._registry import RegistryMixin
-from ._replicas import ReplicaWatch, check_min_replicas, check_replica_timeout
+from ._replicas import ClusterReplicaWatch, ReplicaWatch, check_min_replicas, check_replica_timeout
 from ._revive import ReviveMixin
 from ._stored import StoredMixin
 from ._url import read_redis_url
@@ -159,7 +159,7 @@ class RedisBackend(
         self.prefix = prefix
         self.cluster = cluster
         self.min_replicas = check_min_replicas(min_replicas)  # None: "auto" (_replicas.py)
-        self._replica_watch = ReplicaWatch()
+        self._replica_watch = ClusterReplicaWatch() if self.cluster else ReplicaWatch()
         self.replica_timeout_ms = check_replica_timeout(replica_timeout_ms)
         self.sweep_ms = sweep_ms
         self.connect_timeout_ms = connect_timeout_ms
@@ -205,7 +205,7 @@ class RedisBackend(
                 f"within {self.connect_timeout_ms} ms ({type(exc).__name__}: {exc}); check that the server runs "
                 "and the URL, password and TLS settings are right"
             ) from exc
-        if self.min_replicas is None and not self.cluster:
+        if self.min_replicas is None:
             await self._replica_watch.refresh(self._redis())  # the first claims already wait if they must
 
     async def close(self) -> None:
