@@ -42,41 +42,18 @@ from anarchon.backend import ClaimResult, Outcome
 
 from ._schema import _resource
 
-__all__ = ["AUTO", "STICKY_S", "StandbyWatch", "StandbysMixin", "check_min_replicas", "check_replica_timeout"]
+__all__ = ["STICKY_S", "StandbyWatch", "StandbysMixin"]
 
 T = TypeVar("T")
 
 log = logging.getLogger("anarchon.postgres")
 
-#: ``min_replicas`` that follows the server: one standby while one streams, else none.
-AUTO = "auto"
 #: How often ``auto`` reads the server's standbys (only when a claim asks).
 WATCH_PERIOD_S = 1.0
 #: How long ``auto`` keeps waiting after the timeline's last standby left (a switch-over's length, and more).
 STICKY_S = 60.0
 #: The pause between two reads of the standbys' positions while a grant waits.
 POLL_S = 0.002
-
-
-def check_min_replicas(value: object) -> int | None:
-    """``min_replicas`` checked: a count of standbys, or ``None`` for ``"auto"``."""
-    if value is None or value == AUTO:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
-            f"min_replicas={value!r} must be 'auto' (the default: wait for a standby while one streams) or a "
-            "non-negative integer: the standbys that must have flushed a grant before it counts (0 never waits)"
-        )
-    return value
-
-
-def check_replica_timeout(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"replica_timeout_ms={value!r} must be a positive integer (milliseconds a grant waits for "
-            "min_replicas standbys before it counts as unknown), e.g. 100"
-        )
-    return value
 
 
 class StandbyWatch:

@@ -15,6 +15,7 @@ from anarchon.errors import BackendUnavailableError
 from anarchon.liveness import Heart
 from anarchon.options import check_history_limit
 from anarchon.records import decode_run, read_runs
+from anarchon.replication import check_min_replicas, check_replica_timeout
 from anarchon.run import Run, datetime_to_ms
 
 from ._audit import AuditMixin
@@ -36,7 +37,7 @@ from ._schema import (
     migration_script,
     quote_schema,
 )
-from ._standbys import StandbysMixin, StandbyWatch, check_min_replicas, check_replica_timeout
+from ._standbys import StandbysMixin, StandbyWatch
 from ._statements import Statements
 from ._url import read_postgres_url, redact_dsn
 
@@ -117,8 +118,8 @@ class PostgresBackend(
         min_replicas = found.pick("min_replicas", min_replicas, "auto")
         replica_timeout_ms = found.pick("replica_timeout_ms", replica_timeout_ms, 100)
         #: None: "auto" (see ._standbys).
-        self.min_replicas = check_min_replicas(min_replicas)
-        self.replica_timeout_ms = check_replica_timeout(replica_timeout_ms)
+        self.min_replicas = check_min_replicas(min_replicas, "standbys")
+        self.replica_timeout_ms = check_replica_timeout(replica_timeout_ms, "standbys")
         self.schema = check_schema_name(schema)
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
             raise ValueError(f"timeout_ms={timeout_ms!r} must be a positive integer (milliseconds), e.g. 5000")

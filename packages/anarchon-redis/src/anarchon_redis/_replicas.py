@@ -36,43 +36,16 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 __all__ = [
-    "AUTO",
     "ClusterReplicaWatch",
     "Command",
     "ReplicaWatch",
-    "check_min_replicas",
-    "check_replica_timeout",
     "pipeline",
 ]
 
-#: ``min_replicas`` that follows the server: one replica while one is connected, else none.
-AUTO = "auto"
 #: How often ``auto`` reads how many replicas the server has.
 WATCH_PERIOD_S = 1.0
 #: How long ``auto`` keeps waiting for a replica after the server's last one left (a switch-over's length).
 STICKY_S = 60.0
-
-
-def check_min_replicas(value: object) -> int | None:
-    """``min_replicas`` checked: a count of replicas, or ``None`` for ``"auto"``."""
-    if value is None or value == AUTO:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
-            f"min_replicas={value!r} must be 'auto' (the default: wait for a replica while one is connected) or "
-            "a non-negative integer: the replicas a claim must reach before it counts as won (0 never waits)"
-        )
-    return value
-
-
-def check_replica_timeout(value: object) -> int:
-    """``replica_timeout_ms`` checked: how long a ``WAIT`` may block."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"replica_timeout_ms={value!r} must be a positive integer (milliseconds WAIT blocks for min_replicas "
-            "before the claim counts as unknown)"
-        )
-    return value
 
 
 class ReplicaWatch:  # one server; ClusterReplicaWatch below keeps one per primary

@@ -42,6 +42,7 @@ from anarchon.job import Job
 from anarchon.liveness import Heart
 from anarchon.options import check_history_limit
 from anarchon.records import read_runs
+from anarchon.replication import check_min_replicas, check_replica_timeout
 from anarchon.run import Run
 from anarchon.urls import redact_url
 
@@ -57,7 +58,7 @@ from ._known import KnownJobs
 from ._names import Keyspace, check_prefix, run_id
 from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, history_run, job_failed, mark_of, text
 from ._registry import RegistryMixin
-from ._replicas import ClusterReplicaWatch, ReplicaWatch, check_min_replicas, check_replica_timeout
+from ._replicas import ClusterReplicaWatch, ReplicaWatch
 from ._revive import ReviveMixin
 from ._stored import StoredMixin
 from ._url import read_redis_url

@@ -28,7 +28,7 @@ from ..health import check_health_port
 from . import _audit, _control, _schedules
 from ._backfill import backfill, parse_moment
 from ._check import check
-from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, run_rows, table
+from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, positive_int, run_rows, table
 from ._external import missing_commands, plugin_commands
 from ._fleet import fleet
 from ._migrate import migrate
@@ -85,7 +85,7 @@ def _parser(
     backend_option(p)
     p.add_argument(
         "--grace-ms",
-        type=_positive_int,
+        type=positive_int,
         default=10_000,
         metavar="MS",
         help="on the first SIGINT/SIGTERM, how long running jobs get to finish before they are cancelled and "
@@ -134,7 +134,7 @@ def _parser(
     p.add_argument("target", metavar="module:attr", nargs="?", help=TARGET_HELP + " (optional with --backend)")
     p.add_argument("job", metavar="JOB", help="the job's name")
     backend_option(p)
-    p.add_argument("--limit", type=_positive_int, default=20, metavar="N", help="show the newest N runs (default 20)")
+    p.add_argument("--limit", type=positive_int, default=20, metavar="N", help="show the newest N runs (default 20)")
     json_option(p)
     p.add_argument(
         "--force",
@@ -185,7 +185,7 @@ def _parser(
         help="last time of the range, at or before now",
     )
     p.add_argument(
-        "--concurrency", type=_positive_int, default=1, metavar="N", help="run up to N slots at once (default 1)"
+        "--concurrency", type=positive_int, default=1, metavar="N", help="run up to N slots at once (default 1)"
     )
     p.add_argument("--dry-run", action="store_true", help="list the slots that would run; change nothing")
     p.add_argument("--yes", action="store_true", help="run a range of more than 1000 slots without asking")
@@ -249,16 +249,6 @@ def _port(text: str) -> int:
         return check_health_port(int(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port from 0 to 65535 (0: a free one)") from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {

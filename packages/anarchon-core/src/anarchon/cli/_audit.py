@@ -15,21 +15,11 @@ from ..audit import AuditEntry, read_audit
 from ..errors import UnsupportedOperationError
 from ..options import check_job_name
 from ..run import ms_to_datetime
-from ._common import BACKEND_ENV, print_json, reading, resolve, table, utc
+from ._common import BACKEND_ENV, positive_int, print_json, reading, resolve, table, utc
 
 __all__ = ["COMMANDS", "register"]
 
 Command = Callable[..., argparse.ArgumentParser]
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def register(command: Command, options: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -45,9 +35,12 @@ def register(command: Command, options: Callable[[argparse.ArgumentParser], None
     p.add_argument("target", metavar="module:attr", nargs="?", help="the Scheduler, as module:attr (optional)")
     options(p)
     p.add_argument("--job", metavar="NAME", help="only the entries of this job or stored schedule")
-    p.add_argument("--limit", type=_count, default=50, metavar="N", help="show the newest N entries (default 50)")
+    p.add_argument("--limit", type=positive_int, default=50, metavar="N", help="show the newest N entries (default 50)")
     p.add_argument(
-        "--before", type=_count, metavar="ID", help="only entries older than this id (the next page of a long trail)"
+        "--before",
+        type=positive_int,
+        metavar="ID",
+        help="only entries older than this id (the next page of a long trail)",
     )
 
 

@@ -9,6 +9,7 @@ migrated), else with ``start()``.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import json
@@ -24,7 +25,7 @@ from ..plugins import PluginManager
 from ..run import Run
 from ..scheduler import Scheduler
 
-__all__ = ["BACKEND_ENV", "UsageError", "iso", "load_scheduler", "reading", "resolve", "table", "utc"]
+__all__ = ["BACKEND_ENV", "UsageError", "iso", "load_scheduler", "positive_int", "reading", "resolve", "table", "utc"]
 
 #: The variable ``Scheduler(backend=None)`` reads; named here too, since the core's own constant
 #: moves between modules while the scheduler is split up (issue 14).
@@ -140,3 +141,14 @@ def print_runs(runs: Sequence[Run], as_json: bool, empty: str = "no runs recorde
 
 def print_json(value: object) -> None:
     print(json.dumps(value, indent=2))
+
+
+def positive_int(text: str) -> int:
+    """An argument that counts something (``--limit N``): a whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
