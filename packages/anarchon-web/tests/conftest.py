@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
+import subprocess
+import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ import pytest
 
 from anarchon import Backend, Job, MemoryBackend, MemoryStore, RunStatus
 from anarchon.backend import Claim, Grant
-from anarchon_conformance import testing
+from anarchon_conformance import free_port, testing
 
 MINUTE = 60_000
 
@@ -200,3 +203,97 @@ def seed_fixture() -> Callable[..., Any]:
 @pytest.fixture(name="fixed_clock")
 def fixed_clock_fixture() -> type[FixedClock]:
     return FixedClock
+
+
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A backend URL for a dashboard served apart from its fleet: a SQLite file, or a Redis prefix of its own."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/web.sqlite3"
+        return
+    import redis
+
+    base = os.environ.get("ANARCHON_REDIS_URL", "redis://127.0.0.1:6379/0")
+    if reason := _redis_reachable(base):
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set, so this must not be skipped: {reason}")
+        pytest.skip(f"!!! SKIPPED: {reason}")
+    prefix = f"tweb-{secrets.token_hex(4)}:"
+    client = redis.Redis.from_url(base, socket_connect_timeout=2)
+    try:
+        yield f"{base}?prefix={prefix}"
+    finally:
+        for key in client.scan_iter(match=f"{prefix}*"):
+            client.delete(key)
+        client.close()
+
+
+# -- the browser tests: Debian's Chromium through Playwright, and anarchon-web in a process of its own -------------
+
+#: Debian's Chromium (``apt-get install chromium``; ``.ci/run`` installs it), never ``playwright install``'s.
+CHROMIUM = os.environ.get("ANARCHON_CHROMIUM", "/usr/bin/chromium")  # another Chromium build, if it must
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Where screenshots go: ``test-artifacts/web/`` at the repository root (``ANARCHON_ARTIFACTS`` moves it)."""
+    path = Path(os.environ.get("ANARCHON_ARTIFACTS", ROOT / "test-artifacts")) / "web"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        reason = f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver, or set ANARCHON_CHROMIUM"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set, so this must not be skipped: {reason}")
+        pytest.skip(f"!!! SKIPPED: {reason}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+Served = tuple["subprocess.Popen[str]", str]
+
+
+@pytest.fixture
+def serve_web() -> Iterator[Callable[..., Served]]:
+    """``serve_web(url, *options, env=None)``: ``anarchon-web --backend URL`` on a free port, returned (the
+    process and its address) once it answers; stopped after the test."""
+    import httpx2 as httpx
+
+    servers: list[subprocess.Popen[str]] = []
+
+    def serve(url: str, *options: str, env: dict[str, str] | None = None) -> Served:
+        port = free_port()
+        argv = [sys.executable, "-m", "anarchon_web.cli", "--backend", url, "--port", str(port), *options]
+        server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        servers.append(server)
+        address = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(address + "static/style.css", timeout=5).raise_for_status()
+                return server, address
+            except httpx.ConnectError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    server.kill()
+                    raise AssertionError(f"anarchon-web did not start: {server.communicate()}") from None
+                time.sleep(0.05)  # the port opens when it opens: polled, with a deadline
+
+    yield serve
+    for server in servers:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(30)

@@ -4,7 +4,7 @@ fresh SQLite file, one killed with SIGKILL while it runs the slow job.
 Chromium is Debian's (``apt-get install chromium``; ``.ci/run`` installs it),
 driven by Playwright's Python package pointed at ``/usr/bin/chromium``:
 ``playwright install`` would download a browser of its own. Screenshots go
-to ``test-artifacts/web/`` at the repository root (``ANARCHON_ARTIFACTS`` to
+to ``test-artifacts/web/`` at the repository root (``ANARCHON_artifacts`` to
 move it); the jobs page one is the README's picture.
 """
 
@@ -12,68 +12,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import httpx2 as httpx
 import pytest
 
-from anarchon_conformance import free_port
 from anarchon_conformance.fleet import Fleet
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite]
 
-CHROMIUM = os.environ.get("ANARCHON_CHROMIUM", "/usr/bin/chromium")  # another Chromium build, if it must
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-ROOT = Path(__file__).resolve().parents[3]
-ARTIFACTS = Path(os.environ.get("ANARCHON_ARTIFACTS", ROOT / "test-artifacts")) / "web"
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        reason = f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver, or set ANARCHON_CHROMIUM"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set, so this must not be skipped: {reason}")
-        pytest.skip(f"!!! SKIPPED: {reason}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-def serve(url: str, jobs: list[str]) -> tuple[subprocess.Popen[str], str]:
-    """``anarchon-web --backend URL --job …`` on a free port; returns once it answers."""
-    port = free_port()
-    argv = [sys.executable, "-m", "anarchon_web.cli", "--backend", url, "--port", str(port), "--title", "demo fleet"]
-    for job in jobs:
-        argv += ["--job", job]
-    server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    address = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(address + "static/style.css", timeout=5).raise_for_status()
-            return server, address
-        except httpx.ConnectError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise AssertionError(f"anarchon-web did not start: {server.communicate()}") from None
-            time.sleep(0.05)
-
-
-def test_the_take_over_after_a_kill_9_in_the_browser(tmp_path: Path, browser: object) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+def test_the_take_over_after_a_kill_9_in_the_browser(
+    tmp_path: Path, browser: Any, serve_web: Any, artifacts: Path
+) -> None:
     database = tmp_path / "fleet.sqlite3"
     url = f"sqlite:///{database}"
     with Fleet(
@@ -86,7 +37,7 @@ def test_the_take_over_after_a_kill_9_in_the_browser(tmp_path: Path, browser: ob
         # three more slow slots after it, so every strip has something to show
         fleet.wait_for(lambda r: r["e"] == "end" and r.get("job") == "job-slow" and r["slot"] >= slot + 15_000, 40)
         jobs = [f"{name}={'*/5 * * * * *' if name.endswith('slow') else '* * * * * *'}" for name in fleet.job_names()]
-        server, address = serve(url, jobs)
+        server, address = serve_web(url, "--title", "demo fleet", *(f"--job={job}" for job in jobs))
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 560})  # type: ignore[attr-defined]
             page.goto(address)
@@ -99,7 +50,7 @@ def test_the_take_over_after_a_kill_9_in_the_browser(tmp_path: Path, browser: ob
                 cells = page.locator(f'tr[data-job="{name}"] .cell')
                 assert cells.count() > 3, name
             assert page.locator('.cell[data-outcome="missed"]').count() == 0, "the fleet ran every slot"
-            page.screenshot(path=str(ARTIFACTS / "jobs-page.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "jobs-page.png"), full_page=True)
 
             page.click('a.job:text-is("job-slow")')
             page.wait_for_url("**/jobs/job-slow")
@@ -107,18 +58,18 @@ def test_the_take_over_after_a_kill_9_in_the_browser(tmp_path: Path, browser: ob
             lanes = page.locator(".timeline .lane .who").all_inner_texts()
             assert victim not in lanes or lanes.count(victim) == 1
             assert int(page.locator("#success-rate").inner_text().split(".")[0]) >= 0
-            page.screenshot(path=str(ARTIFACTS / "job-page.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "job-page.png"), full_page=True)
 
             page.locator(f'.timeline a.cell[data-slot="{slot}"]').click()
             page.wait_for_url(f"**/jobs/job-slow/runs/{slot}")
             assert page.locator("#run-attempt").inner_text().startswith("2")
             assert page.locator("#run-instance").inner_text() == taken.second["instance"] != victim
             assert "took the run over" in page.locator("#run-attempt").inner_text()
-            page.screenshot(path=str(ARTIFACTS / "run-page.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "run-page.png"), full_page=True)
             page.close()
         finally:
             server.terminate()
             server.wait(30)
-    assert (ARTIFACTS / "jobs-page.png").stat().st_size > 10_000
+    assert (artifacts / "jobs-page.png").stat().st_size > 10_000
     if os.environ.get("ANARCHON_WEB_README_SHOT"):  # refresh the README's picture from this run
-        shutil.copy(ARTIFACTS / "jobs-page.png", ROOT / "packages/anarchon-web/docs/jobs-page.png")
+        shutil.copy(artifacts / "jobs-page.png", Path(__file__).resolve().parents[1] / "docs/jobs-page.png")

@@ -9,11 +9,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -23,30 +19,6 @@ from anarchon import Scheduler
 from anarchon_web.cli import allowed_hosts
 
 NEVER = "0 0 1 1 *"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/web.sqlite3"
-        return
-    import redis
-
-    base = os.environ.get("ANARCHON_REDIS_URL", "redis://127.0.0.1:6379/0")
-    client = redis.Redis.from_url(base, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set, so this must not be skipped: no Redis at {base} ({exc})")
-        pytest.skip(f"!!! SKIPPED: no Redis at {base} ({exc})")
-    prefix = f"webdefects-{secrets.token_hex(4)}:"
-    try:
-        yield f"{base}?prefix={prefix}"
-    finally:
-        for key in client.scan_iter(match=f"{prefix}*"):
-            client.delete(key)
-        client.close()
 
 
 def _scheduler(url: str) -> tuple[Scheduler, list[int]]:

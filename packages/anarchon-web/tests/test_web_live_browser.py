@@ -11,47 +11,23 @@ one of Playwright's (a condition with a deadline), never a fixed sleep. Screensh
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
 import pytest
 
 from anarchon import RunStatus
-from anarchon_conformance import free_port, testing
+from anarchon_conformance import testing
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite]
 
-CHROMIUM = os.environ.get("ANARCHON_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
-ROOT = Path(__file__).resolve().parents[3]
-ARTIFACTS = Path(os.environ.get("ANARCHON_ARTIFACTS", ROOT / "test-artifacts")) / "web"
 MINUTE = 60_000
 WAIT_MS = 20_000  # the longest any condition may take: the page refreshes every second
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        reason = f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver, or set ANARCHON_CHROMIUM"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set, so this must not be skipped: {reason}")
-        pytest.skip(f"!!! SKIPPED: {reason}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+#: Refreshing every second, with two jobs named on the command line.
+LIVE = ("--refresh-s", "1", "--job", "ledger=* * * * *", "--job", "other=* * * * *")
 
 
 class Loop:
@@ -74,32 +50,13 @@ class Loop:
         self.loop.close()
 
 
-def serve(url: str, jobs: list[str]) -> tuple[subprocess.Popen[str], str]:
-    """``anarchon-web --backend URL --job … --refresh-s 1`` on a free port; returns once it answers."""
-    port = free_port()
-    argv = [sys.executable, "-m", "anarchon_web.cli", "--backend", url, "--port", str(port), "--refresh-s", "1"]
-    for job in jobs:
-        argv += ["--job", job]
-    server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    address = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(address + "static/live.js", timeout=5).raise_for_status()
-            return server, address
-        except httpx.ConnectError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise AssertionError(f"anarchon-web did not start: {server.communicate()}") from None
-            time.sleep(0.05)  # polling for the port to open, with a deadline
-
-
-def test_a_run_finishing_after_load_shows_without_a_reload_and_filters_stay(tmp_path: Path, browser: Any) -> None:
+def test_a_run_finishing_after_load_shows_without_a_reload_and_filters_stay(
+    tmp_path: Path, browser: Any, serve_web: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
 
     from anarchon_sqlite import SQLiteBackend
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     database = tmp_path / "live.sqlite3"
     with Loop() as loop:
         backend = SQLiteBackend(str(database))
@@ -120,7 +77,7 @@ def test_a_run_finishing_after_load_shows_without_a_reload_and_filters_stay(tmp_
 
         finish(claimed(earlier), 120)
         running = claimed(current)
-        server, address = serve(f"sqlite:///{database}", ["ledger=* * * * *", "other=* * * * *"])
+        server, address = serve_web(f"sqlite:///{database}", *LIVE)
         try:
             jobs = browser.new_page(viewport={"width": 1400, "height": 560})
             jobs.goto(address + "?q=led")
@@ -148,7 +105,7 @@ def test_a_run_finishing_after_load_shows_without_a_reload_and_filters_stay(tmp_
             assert jobs.locator('tr[data-job="other"]').count() == 0, "the name filter was lost"
             assert jobs.input_value('input[name="q"]') == "ledg"
             expect(jobs.locator(".live-state")).to_have_text("live: every 1 s")
-            jobs.screenshot(path=str(ARTIFACTS / "live-jobs-page.png"), full_page=True)
+            jobs.screenshot(path=str(artifacts / "live-jobs-page.png"), full_page=True)
 
             expect(history.locator(f'a.run[href$="/runs/{current}"]')).to_have_count(1, timeout=WAIT_MS)
             expect(job_page.locator("#chart-durations")).to_have_attribute("data-count", "2", timeout=WAIT_MS)
@@ -156,21 +113,23 @@ def test_a_run_finishing_after_load_shows_without_a_reload_and_filters_stay(tmp_
             assert job_page.url == address + "jobs/ledger?status=succeeded", job_page.url
             assert job_page.evaluate("() => window.loadedOnce === true"), "the job page was reloaded"
             assert job_page.locator('select[name="status"]').input_value() == "succeeded"
-            job_page.screenshot(path=str(ARTIFACTS / "live-job-page.png"), full_page=True)
+            job_page.screenshot(path=str(artifacts / "live-job-page.png"), full_page=True)
             jobs.close()
             job_page.close()
         finally:
             server.terminate()
             server.wait(30)
             loop.run(backend.close())
-    assert (ARTIFACTS / "live-job-page.png").stat().st_size > 10_000
+    assert (artifacts / "live-job-page.png").stat().st_size > 10_000
 
 
-def test_the_script_waits_while_typing_or_hidden_and_never_sends_a_form(tmp_path: Path, browser: Any) -> None:
+def test_the_script_waits_while_typing_or_hidden_and_never_sends_a_form(
+    tmp_path: Path, browser: Any, serve_web: Any
+) -> None:
     """The page's own timers run on Playwright's clock, so each turn of the script is one step here."""
     from playwright.sync_api import expect
 
-    server, address = serve(f"sqlite:///{tmp_path / 'quiet.sqlite3'}", ["ledger=* * * * *", "other=* * * * *"])
+    server, address = serve_web(f"sqlite:///{tmp_path / 'quiet.sqlite3'}", *LIVE)
     try:
         page = browser.new_page()
         requests: list[tuple[str, str]] = []

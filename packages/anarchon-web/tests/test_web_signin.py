@@ -12,10 +12,8 @@ import asyncio
 import base64
 import json
 import logging
-import os
 import re
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,30 +26,6 @@ from anarchon_web.cli import allowed_hosts
 
 TOKEN = "signin-test-token-" + secrets.token_hex(8)
 BASE = "http://127.0.0.1:8000"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/web.sqlite3"
-        return
-    import redis
-
-    base = os.environ.get("ANARCHON_REDIS_URL", "redis://127.0.0.1:6379/0")
-    client = redis.Redis.from_url(base, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set, so this must not be skipped: no Redis at {base} ({exc})")
-        pytest.skip(f"!!! SKIPPED: no Redis at {base} ({exc})")
-    prefix = f"websignin-{secrets.token_hex(4)}:"
-    try:
-        yield f"{base}?prefix={prefix}"
-    finally:
-        for key in client.scan_iter(match=f"{prefix}*"):
-            client.delete(key)
-        client.close()
 
 
 def dashboard(url: str, **kw: object) -> TestClient:

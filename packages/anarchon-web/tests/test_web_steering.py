@@ -10,16 +10,13 @@ action answers a confirmation first and changes nothing until confirmed.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
-import pytest
 from starlette.testclient import TestClient
 
 import anarchon_web
@@ -29,30 +26,6 @@ from anarchon.background import start_in_background
 TOKEN = "steering-test-token-" + secrets.token_hex(8)
 BASE = "http://127.0.0.1:8000"
 NEVER = "0 0 1 1 *"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/web.sqlite3"
-        return
-    import redis
-
-    base = os.environ.get("ANARCHON_REDIS_URL", "redis://127.0.0.1:6379/0")
-    client = redis.Redis.from_url(base, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set, so this must not be skipped: no Redis at {base} ({exc})")
-        pytest.skip(f"!!! SKIPPED: no Redis at {base} ({exc})")
-    prefix = f"websteer-{secrets.token_hex(4)}:"
-    try:
-        yield f"{base}?prefix={prefix}"
-    finally:
-        for key in client.scan_iter(match=f"{prefix}*"):
-            client.delete(key)
-        client.close()
 
 
 class Dash:
