@@ -1,7 +1,7 @@
 """The backend kit's ``min_replicas`` and ``replica_timeout_ms``: how many copies a grant waits for, and how long.
 
-A referee that replicates asynchronously (Redis with replicas, PostgreSQL
-with streaming standbys) can lose its last grants when a copy is promoted,
+A referee that replicates asynchronously (a primary streaming to replicas or
+standbys after each commit) can lose its last grants when a copy is promoted,
 and then a slot runs twice. A backend that can wait for its copies takes
 these two options, checked here once for every such backend: a grant counts
 only once ``min_replicas`` copies have it, waiting up to

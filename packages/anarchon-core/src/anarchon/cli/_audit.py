@@ -56,8 +56,8 @@ async def audit(args: argparse.Namespace) -> int:
         check_job_name(args.job)
     if not backend.capabilities.audit:
         raise UnsupportedOperationError(
-            f"backend {backend.name!r} keeps no audit trail (capability 'audit'); Redis, PostgreSQL, SQLite "
-            "and NATS do: `anarchon backends` lists each one's",
+            f"backend {backend.name!r} keeps no audit trail (capability 'audit'); use a backend that does: "
+            "`anarchon backends` lists each one's capabilities",
             operation="audit",
             capability="audit",
         )
