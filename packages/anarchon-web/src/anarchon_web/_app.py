@@ -73,7 +73,7 @@ def app(
     token: str | None = None,
     token_file: str | os.PathLike[str] | None = None,
     trusted_header: str | None = None,
-    token_user: str = "token",  # noqa: S107 - the name token users are recorded by, no secret
+    token_user: str = _auth.DEFAULT_USER,
     session_s: int = 12 * 3600,
     origins: Sequence[str] | None = None,
 ) -> Starlette:

@@ -30,9 +30,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ._csrf import GUARD, SCOPE
 from ._render import wants_json
 
-__all__ = ["COOKIE", "GUARD", "SCOPE", "Gate", "Seen", "SignIn", "configure"]
+__all__ = ["COOKIE", "DEFAULT_USER", "GUARD", "SCOPE", "Gate", "Seen", "SignIn", "configure"]
 
 COOKIE = "anarchon_session"
+#: The name users who sign in with the token are recorded by (``--token-user`` changes it): a name, no secret.
+DEFAULT_USER = "token"
 MIN_TOKEN = 16
 _HEADER = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 _OPEN = ("/sign-in", "/sign-out", "/static/")
@@ -53,7 +55,7 @@ class SignIn:
 
     token: str | None = field(default=None, repr=False)
     trusted_header: str | None = None
-    token_user: str = "token"  # noqa: S105 - the name token users are recorded by, no secret
+    token_user: str = DEFAULT_USER
     session_s: int = 12 * 3600
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 

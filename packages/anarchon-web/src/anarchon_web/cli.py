@@ -31,6 +31,7 @@ from typing import Any
 from anarchon import AnarchonError, Scheduler
 
 from ._app import app
+from ._auth import DEFAULT_USER
 from ._load import UsageError, add_jobs, load_scheduler
 
 __all__ = ["allowed_hosts", "build", "main", "parser", "sign_in"]
@@ -60,7 +61,7 @@ def parser(prog: str = "anarchon-web") -> argparse.ArgumentParser:
     p.add_argument("--trusted-header", metavar="NAME",
                    help="sign in the user this header names (e.g. X-Forwarded-User); only your own proxy may be "
                    "able to set it")  # fmt: skip
-    p.add_argument("--token-user", default="token", metavar="NAME",
+    p.add_argument("--token-user", default=DEFAULT_USER, metavar="NAME",
                    help="the name token users are recorded by (default 'token')")  # fmt: skip
     p.add_argument("--origin", action="append", default=[], metavar="URL",
                    help="an origin POSTs may come from, e.g. https://cron.example.com (repeat)")  # fmt: skip
