@@ -96,7 +96,18 @@ def findings(row: Any, min_replicas: int | None = None) -> list[Finding]:
                 "standby holds every claim",
             )
         )
-    elif min_replicas != 0 and int(row["readable"]) and row["commit"] != "off":
+    elif int(row["hidden"]):
+        out.append(
+            Finding(
+                "failover",
+                False,
+                f"{standbys} standby(s) stream from this server, but this role cannot read whether they are "
+                "synchronous nor how far they flushed (pg_stat_replication.sync_state, flush_lsn), so grants cannot "
+                "wait for them",
+                "grant pg_read_all_stats to the role anarchon connects as, or check synchronous_standby_names",
+            )
+        )
+    elif min_replicas != 0 and row["commit"] != "off":
         waits = "auto" if min_replicas is None else str(min_replicas)
         out.append(
             Finding(
@@ -108,7 +119,7 @@ def findings(row: Any, min_replicas: int | None = None) -> list[Finding]:
                 "replica_timeout_ms is not run (its slot is lost, not run twice)",
             )
         )
-    elif row["async"] or row["names"] == "" or row["commit"] in ("off", "local"):
+    else:  # grants do not wait (min_replicas=0, or commits that are not durable) and no standby is synchronous
         why = (
             "synchronous_standby_names is empty"
             if not row["names"]
@@ -125,17 +136,6 @@ def findings(row: Any, min_replicas: int | None = None) -> list[Finding]:
                 "promoted after a crash can lack the last claims, and those slots can then run twice",
                 "leave min_replicas at 'auto' (each grant waits for a standby to flush it), or name the standby in "
                 "synchronous_standby_names and keep synchronous_commit on (or remote_apply); " + _FAILOVER,
-            )
-        )
-    else:
-        out.append(
-            Finding(
-                "failover",
-                False,
-                f"{standbys} standby(s) stream from this server, but this role cannot read whether they are "
-                "synchronous nor how far they flushed (pg_stat_replication.sync_state, flush_lsn), so grants cannot "
-                "wait for them",
-                "grant pg_read_all_stats to the role anarchon connects as, or check synchronous_standby_names",
             )
         )
     return out

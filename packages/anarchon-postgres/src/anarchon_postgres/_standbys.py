@@ -24,8 +24,9 @@ standby, on a new timeline, confirms at once until a standby of its own
 streams. It reads ``pg_stat_replication`` at start and then at most every
 :data:`WATCH_PERIOD_S`, only while claims are made. A role that cannot read
 the standbys' positions (``flush_lsn`` is NULL without ``pg_read_all_stats``)
-cannot wait: ``auto`` then waits for none, with one warning; a number waits
-and every grant is unknown.
+cannot wait (it sees the standbys' rows with their state NULL): ``auto``
+then waits for none, with one warning; a number waits and every grant is
+unknown.
 """
 
 from __future__ import annotations
@@ -108,17 +109,18 @@ class StandbyWatch:
             log.debug("%s: reading the standbys failed: %s", self.what, exc)
             return
         self.streaming, self._timeline = int(row["streaming"]), str(row["timeline"])
-        self.readable = not self.streaming or int(row["readable"]) > 0
+        hidden = int(row["hidden"])
+        self.readable = not hidden
         if self.streaming and self.readable:
             self._seen[self._timeline] = time.monotonic()
         if not self.readable and not self._warned:
             self._warned = True
             log.warning(
                 "%s: %d standby(s) stream from this server, but this role cannot read how far "
-                "(pg_stat_replication.flush_lsn is NULL without pg_read_all_stats), so grants cannot wait for "
-                "them and a failover may run a slot twice; grant pg_read_all_stats to this role",
+                "(pg_stat_replication shows their state and positions as NULL without pg_read_all_stats), so "
+                "grants cannot wait for them and a failover may run a slot twice; grant pg_read_all_stats to this role",
                 self.what,
-                self.streaming,
+                hidden,
             )
 
 
