@@ -17,21 +17,12 @@ from anarchon.options import check_job_name
 from ._present import utc
 from ._render import Renderer
 from ._source import Source
-from ._views import BadRequest
+from ._views import BadRequest, _int_param
 
 __all__ = ["AuditPage"]
 
 #: The most entries one page shows.
 MOST = 500
-
-
-def _positive(request: Request, name: str, default: int | None, high: int) -> int | None:
-    raw = request.query_params.get(name, "")
-    if raw == "":
-        return default
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= high:  # see _views._int_param
-        raise BadRequest(f"{name}={raw!r} is not usable: give an integer from 1 to {high}")
-    return int(raw)
 
 
 class AuditPage:
@@ -46,15 +37,14 @@ class AuditPage:
                 "`anarchon backends` lists the backends that do",
                 404,
             )
-        limit = _positive(request, "limit", 50, MOST)
-        before = _positive(request, "before", None, 2**62)
+        limit = _int_param(request, "limit", 50, MOST)
+        before = _int_param(request, "before", 0, 2**62) or None  # absent: 0, as no id is
         job = request.query_params.get("job", "")
         if job:
             try:
                 check_job_name(job)
             except ValueError as exc:
                 raise BadRequest(f"job={job!r} is not a job name: {exc}") from None
-        assert limit is not None
         entries = await self.source.audit(limit=limit, before_id=before, job=job or None)
         rows = [{**e.to_dict(), "when": utc(e.at_ms), "shown": self.source.job(e.job) is not None} for e in entries]
         data = {
