@@ -96,3 +96,61 @@ def test_console_script_is_installed(app: str) -> None:
         [str(exe), "jobs", app], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": "."}
     ).stdout
     assert "sync" in out and "report" in out
+
+
+LEDGER_APP = """
+from anarchon import Scheduler, MemoryBackend, RunStatus
+from anarchon.memory import MemoryStore
+from anarchon_conformance.testing import make_claim
+
+T0 = 1_800_000_000_000
+now = [T0]
+store = MemoryStore(clock=lambda: now[0])
+scheduler = Scheduler(MemoryBackend(store), instance_id="cli")
+tick = scheduler.add("tick", "* * * * * *", print, lease_ms=1000, max_late_ms=5000)
+
+
+def ran(second, instance="i-1"):
+    now[0] = T0 + second * 1000
+    grant = store.claim(make_claim(tick, now[0], instance, now_ms=now[0])).grant
+    return grant
+
+
+def finish(grant, status=RunStatus.SUCCEEDED):
+    store.finish(grant, grant.finished(status, started_ms=now[0], finished_ms=now[0]))
+
+
+finish(ran(0))
+dying = ran(2, "i-dead")  # its runner dies mid-run: i-2 takes the slot over after the lease
+now[0] = T0 + 3500
+(taken,) = store.take_over(tick, "i-2")
+finish(taken.grant)
+now[0] = T0 + 12_000  # slots 3 to 6 are older than max_late_ms (5 s): nobody may claim them any more
+"""
+
+
+def test_history_shows_missed_slots_and_the_attempt_that_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "ledgerapp.py").write_text(textwrap.dedent(LEDGER_APP))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("ledgerapp", None)
+    assert main(["history", "ledgerapp:scheduler", "tick", "--json", "--ledger"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    seen = [((e["slot_ms"] - 1_800_000_000_000) // 1000, e["outcome"], e["attempt"], e["instance"]) for e in entries]
+    assert seen == [
+        (6, "missed", None, None),
+        (5, "missed", None, None),
+        (4, "missed", None, None),
+        (3, "missed", None, None),
+        (2, "ran", 2, "i-2"),
+        (2, "died", 1, "i-dead"),
+        (1, "missed", None, None),
+        (0, "ran", 1, "i-1"),
+    ]
+    assert main(["history", "ledgerapp:scheduler", "tick", "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert [(r["attempt"], [a["instance"] for a in r["earlier"]]) for r in runs] == [(2, ["i-dead"]), (1, [])]
+    assert main(["history", "ledgerapp:scheduler", "tick", "--limit", "3"]) == 0
+    table = capsys.readouterr().out
+    assert table.count("missed") == 3 and "nobody claimed it" in table and "ran" not in table

@@ -46,7 +46,7 @@ from .job import Job
 from .liveness import Beat, Heart
 from .memory import MemoryBackend, MemoryStore
 from .options import JobOptions
-from .run import Run, RunId, RunStatus
+from .run import Attempt, Run, RunId, RunStatus
 from .scheduler import Scheduler
 from .schedules import ScheduleChange, StoredSchedule
 
@@ -58,6 +58,7 @@ except importlib.metadata.PackageNotFoundError:  # a source tree that was never 
 __all__ = [
     "AnarchonDeprecationWarning",
     "AnarchonError",
+    "Attempt",
     "AuditEntry",
     "Backend",
     "BackendNotInstalledError",

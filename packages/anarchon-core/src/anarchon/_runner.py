@@ -16,6 +16,7 @@ from ._active import ActiveRun, ActiveRuns
 from ._health import BackendHealth, error_text
 from ._invoke import JobInvoker
 from ._keeper import LeaseKeeper, held_until, lose_lease
+from ._notrun import report_not_run
 from ._retry import invoke_with_retries
 from ._revive import Reviver
 from ._runlog import RunLog
@@ -131,6 +132,7 @@ class RunExecutor:
                 self._health.failed("hand_over", exc)
             return None
         if not grant.manual:
+            report_not_run(job, grant, self._observers)
             grant = covering(job, grant)
         ctx = RunContext(
             job=job,

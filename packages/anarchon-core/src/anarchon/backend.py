@@ -332,7 +332,11 @@ class LeaseBackend(Backend):
         """Grant this instance the expired runs of these jobs.
 
         Returns one ``WON`` result per run taken over; marks the runs it may
-        not take over ``abandoned``.
+        not take over ``abandoned``. A run taken over after its runner died
+        (not one handed over) keeps the attempt it replaces in the record's
+        ``earlier`` (an :class:`~anarchon.run.Attempt`: attempt, instance,
+        fencing, started at), and :meth:`~Backend.finish` keeps ``earlier``:
+        history shows every attempt of the slot.
         """
 
     @abc.abstractmethod

@@ -54,6 +54,10 @@ class Capabilities:
     #: The audit trail (:mod:`anarchon.audit`): every pause, resume, trigger, backfill and stored-schedule
     #: change is appended (:meth:`Backend.audit_append`) with who, when, what and why, never overwritten.
     audit: bool = False
+    #: Every attempt of a slot is kept (lease only): a take-over after a runner died keeps the
+    #: attempt it replaces in the record's ``earlier`` (:class:`~anarchon.run.Attempt`), so history
+    #: shows the attempt that died beside the one that ran.
+    attempts: bool = False
 
     @property
     def kind(self) -> str:

@@ -159,6 +159,22 @@ def anarchon_slot_skipped(scheduler: Scheduler, job: Job, slot_ms: int, reason: 
 
 
 @hookspec
+def anarchon_slots_not_run(
+    scheduler: Scheduler, job: Job, outcome: str, first_ms: int, last_ms: int, count: int, covered_by: int | None
+) -> None:
+    """Slots of the job no run ran at their time, told by the instance that won the next slot it claimed.
+
+    :param outcome: ``"missed"`` (due, nobody claimed them: every instance was
+        down, or reached them past ``max_late_ms``) or ``"lost"`` (claimed, its
+        runner died, and nobody took it over before a newer slot was won).
+    :param first_ms: the oldest of them; ``last_ms`` the newest; ``count`` how many.
+    :param covered_by: the slot of the run that covers them (a catch-up, or the
+        run that superseded a lost one), or ``None``: nothing runs for them, the
+        misses to alert on.
+    """
+
+
+@hookspec
 def anarchon_claim_lost(scheduler: Scheduler, job: Job, slot_ms: int, reason: str) -> None:
     """This instance did not get, or no longer owns, a run.
 

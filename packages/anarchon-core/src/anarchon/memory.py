@@ -24,7 +24,7 @@ from ._memory_schedules import MemorySchedules, SchedulesMixin
 from .backend import Capabilities, Claim, ClaimResult, Finding, Grant, LeaseBackend, Outcome, next_fencing
 from .liveness import RETAIN_DEAD_MS, Beat, Heart
 from .options import check_history_limit
-from .run import Run, RunStatus, ms_to_datetime
+from .run import Attempt, Run, RunStatus, ms_to_datetime
 
 if TYPE_CHECKING:
     from .job import Job
@@ -228,7 +228,7 @@ class MemoryStore:
             rec = self._owned(grant)
             if rec is None:
                 return False
-            rec.run = run
+            rec.run = run.replace(earlier=rec.run.earlier)  # the attempts before the runner's, kept
             rec.expires_ms = self.clock()
             self._book(grant.job).settle((grant.slot_ms, grant.manual), rec)
             return True
@@ -265,11 +265,16 @@ class MemoryStore:
                 rec.handed_over = False
                 rec.lease_ms = job.options.lease_ms
                 rec.expires_ms = now + rec.lease_ms
+                earlier = rec.run.earlier
+                if attempt > rec.run.attempt:  # the attempt that died (not one handed over), kept
+                    old = rec.run
+                    earlier += (Attempt(old.attempt, old.instance, old.fencing, old.started_at),)
                 rec.run = rec.run.replace(
                     instance=instance,
                     attempt=attempt,
                     fencing=book.fencing,
                     started_at=ms_to_datetime(now),
+                    earlier=earlier,
                 )
                 won.append(ClaimResult(Outcome.WON, self._grant(rec)))
         return won
@@ -339,6 +344,7 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, Lea
         schedule_notify=True,
         guarantees=True,
         audit=True,
+        attempts=True,
     )
     store: MemoryStore
 

@@ -30,6 +30,7 @@ from .hookspecs import (
     anarchon_scheduler_started,
     anarchon_scheduler_stopped,
     anarchon_slot_skipped,
+    anarchon_slots_not_run,
 )
 from .job import Job
 from .run import Run
@@ -98,6 +99,20 @@ class Observers:
 
     def slot_skipped(self, job: Job, slot_ms: int, reason: str) -> None:
         self._plugins.notify(anarchon_slot_skipped, scheduler=self._scheduler, job=job, slot_ms=slot_ms, reason=reason)
+
+    def slots_not_run(
+        self, job: Job, outcome: str, first_ms: int, last_ms: int, count: int, covered_by: int | None
+    ) -> None:
+        self._plugins.notify(
+            anarchon_slots_not_run,
+            scheduler=self._scheduler,
+            job=job,
+            outcome=outcome,
+            first_ms=first_ms,
+            last_ms=last_ms,
+            count=count,
+            covered_by=covered_by,
+        )
 
     def claim_lost(self, job: Job, slot_ms: int, reason: str) -> None:
         self._plugins.notify(anarchon_claim_lost, scheduler=self._scheduler, job=job, slot_ms=slot_ms, reason=reason)

@@ -11,7 +11,9 @@ it (:func:`skipped_records`) for observers to report.
 A record is JSON text (or bytes) or a mapping with the fields of
 :class:`~anarchon.run.Run`: ``slot_ms``, ``status``, ``instance`` required;
 ``started_at``/``finished_at`` as a ``datetime``, ISO text or epoch
-milliseconds. Backends with other field names rename them before calling.
+milliseconds; ``earlier`` (optional) a list of objects with ``attempt``,
+``instance``, ``fencing`` and ``started_at``, read the same way. Backends with
+other field names rename them before calling.
 
 Public, for backends (re-exported by :mod:`anarchon.backend`).
 """
@@ -28,7 +30,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 from .errortext import clean_text
-from .run import Run, RunStatus
+from .run import Attempt, Run, RunStatus
 
 __all__ = ["RecordError", "decode_run", "read_runs", "reset_skipped", "skip", "skipped_records"]
 
@@ -104,6 +106,25 @@ def _reject_constant(name: str) -> float:
     raise RecordError(f"{name} is not a number JSON allows")
 
 
+def _earlier(d: Mapping[str, Any]) -> tuple[Attempt, ...]:
+    items = d.get("earlier") or ()
+    if not isinstance(items, (list, tuple)):
+        raise RecordError(f"earlier={items!r} is not a list")
+    attempts = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            raise RecordError(f"earlier holds {item!r}, not an object")
+        attempts.append(
+            Attempt(
+                attempt=_int(item, "attempt", minimum=1),
+                instance=_text(item, "instance") or "",
+                fencing=_int(item, "fencing", None),
+                started_at=_moment(item, "started_at"),
+            )
+        )
+    return tuple(attempts)
+
+
 def _parse(raw: str | bytes | bytearray | Mapping[str, Any], job: str) -> Run:
     if isinstance(raw, (str, bytes, bytearray)):
         try:
@@ -132,6 +153,7 @@ def _parse(raw: str | bytes | bytearray | Mapping[str, Any], job: str) -> Run:
         duration_ms=_int(data, "duration_ms", None, minimum=0),
         error=_text(data, "error", optional=True),
         missed=_int(data, "missed", 0, minimum=0),
+        earlier=_earlier(data),
     )
 
 

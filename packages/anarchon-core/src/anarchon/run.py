@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-__all__ = ["Run", "RunId", "RunStatus", "datetime_to_ms", "ms_to_datetime", "retried_error"]
+__all__ = ["Attempt", "Run", "RunId", "RunStatus", "datetime_to_ms", "ms_to_datetime", "retried_error"]
 
 #: The head of the error text of a retried run: ``"[2 retries] ValueError: boom"``. An error text
 #: made by the scheduler starts with an exception's type name, never with ``[``, so it cannot
@@ -73,6 +73,30 @@ class RunId(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """An earlier attempt of a slot that was taken over: its runner died, or stopped renewing, mid-run.
+
+    A take-over rewrites the slot's one record for the new runner, so the
+    record keeps what it replaced here (:attr:`Run.earlier`): which instance
+    ran the attempt that died, from when, under which fencing token. History
+    then shows every attempt of the slot, the one that died included.
+    """
+
+    attempt: int
+    instance: str
+    fencing: int | None = None
+    started_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "instance": self.instance,
+            "fencing": self.fencing,
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+        }
+
+
+@dataclass(frozen=True)
 class Run:
     """One run of one slot of one job, as history keeps it.
 
@@ -99,6 +123,8 @@ class Run:
     duration_ms: int | None = None
     error: str | None = None
     missed: int = 0
+    #: The attempts before this one, oldest first, when the slot was taken over (``attempt > 1``).
+    earlier: tuple[Attempt, ...] = ()
 
     @property
     def slot(self) -> datetime:
@@ -135,6 +161,7 @@ class Run:
             "error": self.error,
             "missed": self.missed,
             "retries": self.retries,
+            "earlier": [attempt.to_dict() for attempt in self.earlier],
         }
 
     @classmethod
@@ -158,4 +185,13 @@ class Run:
             duration_ms=data.get("duration_ms"),
             error=data.get("error"),
             missed=int(data.get("missed", 0)),
+            earlier=tuple(
+                Attempt(
+                    attempt=int(a["attempt"]),
+                    instance=a["instance"],
+                    fencing=a.get("fencing"),
+                    started_at=moment(a.get("started_at")),
+                )
+                for a in data.get("earlier") or ()
+            ),
         )

@@ -61,6 +61,13 @@ class PrometheusMetrics:
             **kw,
         )
         self.skipped = Counter("anarchon_slots_skipped", "Slots skipped, by reason.", ["anarchon_job", "reason"], **kw)
+        self.not_run = Counter(
+            "anarchon_slots_not_run",
+            "Slots no run ran at their time, told by the instance that won the next slot: outcome missed (nobody "
+            "claimed them) or lost (the runner died, nobody took over); covered yes when a later run covers them.",
+            ["anarchon_job", "outcome", "covered"],
+            **kw,
+        )
         self.leases_lost = Counter(
             "anarchon_leases_lost", "Runs stopped because the lease was lost.", ["anarchon_job"], **kw
         )
@@ -119,6 +126,10 @@ class PrometheusMetrics:
             self.catch_ups.labels(self._job(job.name)).inc()
         if context.missed > 1:  # ``missed`` counts the run's own slot too, which this run runs
             self.missed.labels(self._job(job.name)).inc(context.missed - 1)
+
+    @hookimpl
+    def anarchon_slots_not_run(self, job: Job, outcome: str, count: int, covered_by: int | None) -> None:
+        self.not_run.labels(self._job(job.name), outcome, "no" if covered_by is None else "yes").inc(count)
 
     @hookimpl
     def anarchon_run_ended(self, job: Job, status: str | None) -> None:

@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._attempts import AttemptTests
     from ._audit import AuditRefusalTests, AuditTests
     from ._backfill import BackfillRefusalTests, BackfillTests
     from ._base import SuiteBase
@@ -45,6 +46,7 @@ __all__ = [
     "EVERY_SECOND",
     "HISTORY_SLACK",
     "LEASE_MS",
+    "AttemptTests",
     "AuditRefusalTests",
     "AuditTests",
     "BackendFactory",
@@ -92,6 +94,7 @@ __all__ = [
 
 _HOME = {
     "SuiteBase": "_base",
+    "AttemptTests": "_attempts",
     "AuditRefusalTests": "_audit",
     "AuditTests": "_audit",
     "BackfillTests": "_backfill",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._attempts import AttemptTests
 from ._audit import AuditRefusalTests, AuditTests
 from ._backfill import BackfillRefusalTests, BackfillTests
 from ._claim import ClaimTests
@@ -28,6 +29,7 @@ class BackendSuite(
     HistoryTests,
     OptionTests,
     LeaseTests,
+    AttemptTests,
     LivenessTests,
     PolicyTests,
     ReferenceTests,

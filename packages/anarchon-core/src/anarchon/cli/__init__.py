@@ -127,8 +127,10 @@ def _parser(
 
     p = command(
         "history",
-        "show a job's runs, newest first",
-        "Show a job's runs, newest first. With module:attr the job must be one of the scheduler's; with only "
+        "show what became of a job's slots, newest first",
+        "Show what became of a job's slots, newest first: ran, failed, skipped (overlap, paused), missed (due, "
+        "nobody claimed it), lost (its runner died, nobody took it over), and each attempt that died before a "
+        "take-over. With module:attr the job must be one of the scheduler's; with only "
         f"--backend URL (or {BACKEND_ENV}) any job name is read, e.g. one removed from the code.",
     )
     p.add_argument("target", metavar="module:attr", nargs="?", help=TARGET_HELP + " (optional with --backend)")
@@ -136,6 +138,11 @@ def _parser(
     backend_option(p)
     p.add_argument("--limit", type=positive_int, default=20, metavar="N", help="show the newest N runs (default 20)")
     json_option(p)
+    p.add_argument(
+        "--ledger",
+        action="store_true",
+        help="with --json: print the ledger's entries (outcome, reason, covered_by…), not the stored runs",
+    )
     p.add_argument(
         "--force",
         action="store_true",

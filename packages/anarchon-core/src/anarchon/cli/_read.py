@@ -11,6 +11,7 @@ from ..options import check_job_name
 from ..plugins import PluginManager
 from ._common import iso, print_json, print_runs, reading, resolve, table, utc
 from ._fleet import check_known, fleet_jobs
+from ._ledger import job_schedule, print_ledger
 
 __all__ = ["backends", "history", "jobs"]
 
@@ -67,7 +68,10 @@ async def jobs(args: argparse.Namespace) -> int:
 
 
 async def history(args: argparse.Namespace) -> int:
-    """The job's runs, newest first; with ``module:attr`` the job must be one of its jobs."""
+    """The job's ledger, newest first (runs, skips, slots nobody claimed, attempts that died); ``--json``: its runs.
+
+    With ``module:attr`` the job must be one of its jobs.
+    """
     scheduler, backend = resolve(args.target, args.backend)
     check_job_name(args.job)
     if scheduler is not None and args.job not in scheduler.jobs:
@@ -76,11 +80,17 @@ async def history(args: argparse.Namespace) -> int:
             f"no job named {args.job!r} in {args.target}; its jobs: {known} "
             "(for the runs of a job no longer in the code, give only --backend URL and the job's name)"
         )
+    empty = f"no runs recorded for {args.job!r} in {backend!r}"
     async with reading(backend):
         runs = await backend.history(args.job, args.limit)
         if scheduler is None and not runs and not args.force:  # no runs, no live instance defines it: a typo?
             await check_known(backend, args.job)
-    print_runs(runs, args.json, empty=f"no runs recorded for {args.job!r} in {backend!r}")
+        if args.json and not args.ledger:  # the records, as scripts have read them
+            print_runs(runs, True, empty=empty)
+            return 0
+        schedule = await job_schedule(scheduler, backend, args.job)
+        now_ms = await backend.now_ms()
+    print_ledger(runs, schedule, now_ms, args.limit, args.json, empty)
     return 0
 
 
