@@ -172,12 +172,66 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+#: Per backend served here: (tests deselected, tests kept), for the summary.
+_DESELECTED: dict[str, tuple[int, int]] = {}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep, of a served backend's tests, those that use its server (the manifest's ``[service] fixture``).
+
+    The others are pure tests or start servers of their own (a cluster, a
+    replica, Sentinel): against a container they would prove nothing that
+    ``make test`` did not, at the cost of minutes. ``ANARCHON_DOCKER_ALL=1``
+    keeps every test.
+    """
+    if os.environ.get("ANARCHON_DOCKER_ALL") == "1":
+        return
+    fixtures = {m.folder: m.service["fixture"] for m in _wanted_now(items) if m.service and m.service.get("fixture")}
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        folder = _folder(item.path)
+        fixture = fixtures.get(folder or "")
+        if fixture is None or fixture in getattr(item, "fixturenames", ()):
+            keep.append(item)
+            if folder in fixtures:
+                gone, kept = _DESELECTED.get(folder, (0, 0))
+                _DESELECTED[folder] = (gone, kept + 1)
+        else:
+            drop.append(item)
+            gone, kept = _DESELECTED.get(folder or "", (0, 0))
+            _DESELECTED[folder or ""] = (gone + 1, kept)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def _folder(path: Path) -> str | None:
+    try:
+        parts = path.resolve().relative_to(ROOT).parts
+    except ValueError:
+        return None
+    return parts[1] if len(parts) > 1 and parts[0] == "packages" else None
+
+
+def _wanted_now(items: list[pytest.Item]) -> list[Manifest]:
+    """:func:`_wanted`, from the items being collected (the session's list is not set yet)."""
+    folders = {_folder(item.path) for item in items}
+    return [m for m in load() if m.service and m.folder in folders and not os.environ.get(m.service["env"])]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Registered now, after pytest-docker's entry point, so that these fixtures override its defaults.
     config.pluginmanager.import_plugin("scripts.docker_fixtures")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for folder, (gone, kept) in sorted(_DESELECTED.items()):
+        terminalreporter.write_line(
+            f"anarchon docker: {folder}: {kept} test(s) against the container, {gone} deselected (they use no "
+            "server of it: pure tests, or servers of their own, which make test runs; ANARCHON_DOCKER_ALL=1 keeps them)"
+        )
     for name, url, image in _STARTED:
         terminalreporter.write_line(f"anarchon docker: {name} at {url} ({image}, compose project {PROJECT})")
 

@@ -284,8 +284,9 @@ class Store:
 
 
 @pytest.fixture(params=["single", "cluster"])
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    url = request.getfixturevalue("redis_url" if request.param == "single" else "cluster_url")
+async def store(request: pytest.FixtureRequest, redis_url: str) -> AsyncIterator[Store]:
+    """The single server or a private cluster; ``redis_url`` is named so that ``make test-docker`` keeps these tests."""
+    url = redis_url if request.param == "single" else request.getfixturevalue("cluster_url")
     s = Store(url, request.param)
     try:
         yield s
