@@ -1,4 +1,5 @@
-"""The fault suite's Redis: a private redis-server, a primary with its replica, and a six-node cluster.
+"""The fault suite's Redis: a private redis-server, a primary with its replica (behind proxies, or
+followed through three Sentinels), and a six-node cluster.
 
 Found by :mod:`chaos.backends` through this backend's manifest (``[chaos]``);
 the bases are :mod:`chaos.brokers` and :mod:`chaos.replicated`.
@@ -148,6 +149,131 @@ class RedisPair(Replicated):
         return f"redis primary :{self.ports[0]} + replica :{self.ports[1]}"
 
 
+SERVICE = "anarchon"
+
+
+class RedisSentinel(RedisPair):
+    """A primary, its replica and three Sentinels; the instances use ``redis+sentinel://`` (no proxy).
+
+    ``crash`` kills the primary (``SIGKILL``) and Sentinel promotes the replica once it is down for
+    ``down-after-milliseconds`` (1 s) and elected; the old one comes back as the new one's replica.
+    ``switch`` is ``SENTINEL FAILOVER``: the old primary keeps serving its connected clients until
+    Sentinel demotes it. The window ends when every Sentinel names the new primary: the clients find
+    it themselves.
+    """
+
+    name = "redis-sentinel"
+    proxied = False
+    persistence_note = (
+        "primary + 1 replica + 3 Sentinels (down-after 1 s, failover-timeout 3 s), asynchronous replication, "
+        "no AOF/RDB; clients follow redis+sentinel://"
+    )
+
+    def __init__(self, workdir: Path, durable: bool) -> None:
+        super().__init__(workdir, durable)
+        self.sentinel_ports: list[int] = []
+        self.sentinels: list[subprocess.Popen[bytes]] = []
+
+    def _sentinel(self, port: int) -> Any:
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=port, socket_timeout=2, decode_responses=True)
+
+    def start(self) -> None:
+        super().start()
+        taken = set(self.ports)
+        for i in range(3):
+            port = free_port(taken)
+            taken.add(port)
+            d = self.workdir / f"sentinel{i}"
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir(parents=True)
+            (d / "sentinel.conf").write_text(
+                f"port {port}\nbind 127.0.0.1\ndir {d}\n"
+                f"sentinel monitor {SERVICE} 127.0.0.1 {self.ports[0]} 2\n"
+                f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+                f"sentinel failover-timeout {SERVICE} 3000\n"
+            )
+            self.sentinel_ports.append(port)
+            proc = self._popen(["redis-server", str(d / "sentinel.conf"), "--sentinel"], f"sentinel{i}.log")
+            self.sentinels.append(proc)
+            _wait(lambda port=port: _port_open(port), 15, f"sentinel {i}", proc)
+        _wait(self._settled, 60, "every Sentinel sees the other two and a healthy replica", None)
+
+    def _primary_port(self) -> int | None:
+        """The primary's port when every Sentinel names the same one."""
+        import redis
+
+        ports = set()
+        for port in self.sentinel_ports:
+            client = self._sentinel(port)
+            try:
+                address = client.sentinel_get_master_addr_by_name(SERVICE)
+                ports.add(int(address[1]) if address else None)
+            except redis.RedisError:
+                return None
+            finally:
+                client.close()
+        return ports.pop() if len(ports) == 1 else None
+
+    def _settled(self) -> bool:
+        import redis
+
+        if self._primary_port() is None:
+            return False
+        for port in self.sentinel_ports:
+            client = self._sentinel(port)
+            try:
+                master = client.sentinel_master(SERVICE)
+                replicas = client.sentinel_slaves(SERVICE)
+            except redis.RedisError:
+                return False
+            finally:
+                client.close()
+            healthy = [r for r in replicas if not r["is_sdown"] and r.get("master-link-status") == "ok"]
+            if master["num-other-sentinels"] < 2 or master["is_sdown"] or master["is_odown"] or len(healthy) != 1:
+                return False
+        return True
+
+    def failover(self, kind: str, retarget: Retarget, seats: int) -> tuple[int, int]:
+        old, new = self.primary, 1 - self.primary
+        start = _now_ms()
+        if kind == "crash":
+            _kill(self.procs[old])
+            self.procs[old] = None
+        else:
+            client = self._sentinel(self.sentinel_ports[0])
+            try:
+                client.execute_command("SENTINEL", "FAILOVER", SERVICE)
+            finally:
+                client.close()
+        _wait(lambda: self._primary_port() == self.ports[new], 60, "Sentinel promotes the replica", None)
+        end = _now_ms()
+        self.primary, self.port = new, self.ports[new]
+        if kind == "crash":
+            self._start_node(old, self.port)
+        self._synced(new)
+        _wait(self._settled, 60, "the old primary a healthy replica in every Sentinel's view", None)
+        return start, end
+
+    def kill(self) -> None:
+        for proc in self.sentinels:
+            _kill(proc)
+        self.sentinels = []
+        super().kill()
+
+    def backend_kwargs(self, port: int, namespace: str) -> dict[str, Any]:
+        hosts = ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports)
+        kwargs: dict[str, Any] = {"url": f"redis+sentinel://{hosts}/{SERVICE}/0", "prefix": f"{namespace}:"}
+        if self.durable:
+            kwargs.update(min_replicas=1, replica_timeout_ms=250)
+        return kwargs
+
+    def describe(self) -> str:
+        primary, replica = self.ports[self.primary], self.ports[1 - self.primary]
+        return f"redis primary :{primary} + replica :{replica}, Sentinels :{','.join(map(str, self.sentinel_ports))}"
+
+
 def _cluster_port(taken: set[int]) -> int:
     """A free port whose cluster bus port (+10000, in the ephemeral range) binds too."""
     while True:
@@ -284,4 +410,4 @@ class RedisClusterSix(Replicated):
 
 #: The scenario's brokers, and the failover scenario's replicated referees.
 BROKERS: tuple[type[Broker], ...] = (RedisBroker,)
-FAILOVER: tuple[type[Replicated], ...] = (RedisPair, RedisClusterSix)
+FAILOVER: tuple[type[Replicated], ...] = (RedisPair, RedisSentinel, RedisClusterSix)

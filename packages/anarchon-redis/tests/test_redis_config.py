@@ -49,7 +49,7 @@ def test_the_class_declares_a_lease_backend_with_a_server_clock():
     caps = RedisBackend.capabilities
     assert (caps.lease, caps.history_ttl, caps.server_clock, caps.multi_process) == (True, True, True, True)
     assert RedisBackend.name == "redis"
-    assert RedisBackend.url_schemes == ("redis", "rediss")
+    assert RedisBackend.url_schemes == ("redis", "rediss", "redis+sentinel")
     assert isinstance(RedisBackend.from_url("redis://localhost:6379/0"), RedisBackend)
 
 

@@ -35,6 +35,7 @@ _BACKEND_SCHEMES: dict[str, str] = {
     "sqlite": "anarchon-sqlite",
     "redis": "anarchon-redis",
     "rediss": "anarchon-redis",
+    "redis+sentinel": "anarchon-redis",
     "postgresql": "anarchon-postgres",
     "postgres": "anarchon-postgres",
     "amqp": "anarchon-rabbitmq",

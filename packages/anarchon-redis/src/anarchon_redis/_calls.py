@@ -105,7 +105,11 @@ class CallsMixin:
     async def _pipeline(
         self, commands: list[_replicas.Command], replicas: int | Mapping[str, int] = 0
     ) -> tuple[list[Any], list[bool]]:
-        return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, self.replica_timeout_ms)
+        watch = self._replica_watch if self.min_replicas is None else None  # auto: see ReplicaWatch.excused
+        timeout = self.replica_timeout_ms
+        if isinstance(watch, _replicas.ReplicaWatch):
+            return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, timeout, watch)
+        return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, timeout)
 
     def _hint(self) -> list[str]:
         """The hint as a script's last key, on one server only (it is another slot on a cluster)."""

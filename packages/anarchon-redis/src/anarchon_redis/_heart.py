@@ -30,6 +30,7 @@ milliseconds).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, Union
 
@@ -43,8 +44,12 @@ from anarchon.urls import redact_url
 from . import _scripts as S
 from ._full import RedisFullError, full_message, memory_info
 from ._records import text
+from ._sentinel import connect, follow_primary
 
 __all__ = ["DeadOwners", "RedisHeart", "script_args"]
+
+#: How often a heartbeat on a Sentinel URL asks the Sentinels where the primary is.
+FOLLOW_S = 1.0
 
 Client = Union["Redis", "RedisCluster"]
 
@@ -88,12 +93,10 @@ class RedisHeart(Heart):
         self._timeout = connect_timeout_s
         self._dead = dead
         self._client: Client | None = None
+        self._followed = -FOLLOW_S
 
     async def open(self) -> None:
-        if self._cluster:
-            self._client = RedisCluster.from_url(self._url, socket_connect_timeout=self._timeout)
-        else:
-            self._client = Redis.from_url(self._url, socket_connect_timeout=self._timeout)
+        self._client = connect(self._url, self._cluster, self._timeout)
 
     async def _run(self, script: S.Script, *args: Any) -> Any:
         client = self._client
@@ -116,6 +119,10 @@ class RedisHeart(Heart):
             raise
 
     async def beat(self, instance: str, ttl_ms: int) -> Beat:
+        now = time.monotonic()
+        if now - self._followed >= FOLLOW_S:  # through Sentinel: beat where the claims go (_sentinel.py)
+            self._followed = now
+            await follow_primary(self._client)
         reply = await self._run(S.BEAT, instance, ttl_ms, RETAIN_DEAD_MS)
         dead = {text(reply[i]): int(float(text(reply[i + 1]))) for i in range(0, len(reply), 2)}
         self._dead.update(dead)

@@ -35,6 +35,8 @@ from typing import Any, Union
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
+from ._sentinel import follow_primary
+
 __all__ = [
     "ClusterReplicaWatch",
     "Command",
@@ -84,8 +86,23 @@ class ReplicaWatch:  # one server; ClusterReplicaWatch below keeps one per prima
         """A ``WAIT`` fell short: the replica may be gone (promoted, stopped); read the server at the next call."""
         self._checked = None
 
+    def excused(self, info: Any) -> bool:
+        """Whether a ``WAIT`` that fell short asked too much: ``info`` is the same connection's ``INFO
+        replication``, read right after it, and shows a primary that ``auto`` waits for no replica on.
+
+        That is a replica promoted after its primary died (Sentinel): a new history that never had a
+        replica. The watch still asked for one, learnt from the old primary; without this the first claims
+        there were unknown, and each held its job's lease (``lease_ms``) with nothing run. The old
+        primary of a switch-over is never excused: its history was seen with a replica (:data:`STICKY_S`).
+        """
+        if not isinstance(info, dict) or str(info.get("role", "")) != "master":
+            return False
+        self.learn(info)
+        return self.needed(time.monotonic()) == 0
+
     async def refresh(self, client: Client) -> None:
         self._checked = time.monotonic()
+        await follow_primary(client)  # through Sentinel: the primary it names now, not the one connected first
         try:
             info = await client.info("replication")
         except Exception:  # the claims themselves say what is wrong with the server
@@ -93,11 +110,32 @@ class ReplicaWatch:  # one server; ClusterReplicaWatch below keeps one per prima
         self.learn(info)
 
     def learn(self, info: dict[str, Any]) -> None:
-        """Take one ``INFO replication`` answer."""
-        self.connected = int(info.get("connected_slaves", 0))
+        """Take one ``INFO replication`` answer; a replica's (a demoted primary's) teaches nothing.
+
+        A connection left on a primary that Sentinel demoted reads the replica it became: no replicas
+        and the new primary's history, which would stop the waits. Its writes fail (``READONLY``) and
+        move it to the new primary; until the next read the claims wait as before.
+        """
+        if str(info.get("role", "master")) != "master":
+            self._checked = None
+            return
+        self.connected = online(info)
         self._replid = str(info.get("master_replid", ""))
         if self.connected:
             self._seen[self._replid] = time.monotonic()
+
+
+def online(info: dict[str, Any]) -> int:
+    """The replicas that can acknowledge a ``WAIT``: ``state=online`` in ``INFO replication``.
+
+    A replica still syncing counts in ``connected_slaves`` but cannot acknowledge anything until the
+    primary sent its snapshot (5 s after it asked, by default: ``repl-diskless-sync-delay``); waiting for
+    it made every claim unknown meanwhile, each holding its job's lease for ``lease_ms`` with nothing run.
+    """
+    replicas = [v for k, v in info.items() if k.startswith("slave") and k[5:].isdigit()]
+    if not replicas or not all(isinstance(v, dict) for v in replicas):
+        return int(info.get("connected_slaves", 0))
+    return sum(1 for v in replicas if v.get("state") == "online")
 
 
 class ClusterReplicaWatch:
@@ -157,11 +195,18 @@ def _home(client: RedisCluster, keys: list[str]) -> str | None:
 
 
 async def pipeline(
-    client: Client, cluster: bool, commands: Sequence[Command], replicas: int | Mapping[str, int], timeout_ms: int
+    client: Client,
+    cluster: bool,
+    commands: Sequence[Command],
+    replicas: int | Mapping[str, int],
+    timeout_ms: int,
+    watch: ReplicaWatch | None = None,
 ) -> tuple[list[Any], list[bool]]:
     """Each command's reply, and whether its write reached ``replicas`` replicas (always true at 0).
 
     On a cluster ``replicas`` may be a count per node name (``auto``): a node that needs none sends no ``WAIT``.
+    With ``watch`` (``auto`` on one server) ``INFO replication`` follows the ``WAIT`` on its connection, so a
+    ``WAIT`` that fell short on a primary that needs no replica counts (:meth:`ReplicaWatch.excused`).
     """
     if not isinstance(client, RedisCluster):
         assert isinstance(replicas, int)
@@ -170,8 +215,12 @@ async def pipeline(
         if not replicas:
             return list(await pipe.execute(raise_on_error=False)), [True] * len(commands)
         pipe.execute_command("WAIT", replicas, timeout_ms)
+        if watch is not None:
+            pipe.execute_command("INFO", "replication")
         results = list(await pipe.execute(raise_on_error=False))
-        return results[:-1], [_enough(results[-1], replicas)] * len(commands)
+        info = results.pop() if watch is not None else None
+        ok = _enough(results[-1], replicas) or (watch is not None and watch.excused(info))
+        return results[:-1], [ok] * len(commands)
     cpipe = client.pipeline(transaction=False)
     _queue(cpipe, commands)
     homes = [_home(client, keys) for _, keys, _, _ in commands]

@@ -1,6 +1,8 @@
 """The Redis URL: what RedisBackend reads from it and what it leaves to redis-py.
 
-``redis://[[user]:password@]host[:port][/db][?key=value…]``. The backend's
+``redis://[[user]:password@]host[:port][/db][?key=value…]``, or through Sentinel
+``redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/SERVICE[/db][?key=value…]``
+(:mod:`._sentinel`). The backend's
 own options (``prefix``, ``cluster``, ``sweep_ms``, ``connect_timeout_ms``,
 ``min_replicas``, ``replica_timeout_ms``) are taken out of the query and
 checked by the constructor like its arguments; the keys redis-py reads stay in the URL; any other key is refused
@@ -17,10 +19,13 @@ from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
 
 from anarchon.urls import UrlOptions, auto_or_integer, boolean, integer, read_url_options, redact_url, text, url_scheme
 
+from ._sentinel import SCHEME as SENTINEL
+from ._sentinel import read_sentinel_url
+
 __all__ = ["DRIVER_KEYS", "URL_OPTIONS", "read_redis_url"]
 
 
-SCHEMES = ("redis", "rediss")
+SCHEMES = ("redis", "rediss", SENTINEL)
 
 #: RedisBackend's options a URL may set, each with the conversion of its text.
 URL_OPTIONS = {
@@ -53,8 +58,11 @@ def read_redis_url(url: object) -> UrlOptions:
     if not isinstance(url, str) or url_scheme(url) not in SCHEMES:
         shown = redact_url(url) if isinstance(url, str) else repr(url)
         raise ValueError(
-            f"RedisBackend needs a redis:// or rediss:// URL, got {shown}; for example 'redis://localhost:6379/0'"
+            f"RedisBackend needs a redis://, rediss:// or redis+sentinel:// URL, got {shown}; for example "
+            "'redis://localhost:6379/0' or 'redis+sentinel://sentinel1:26379,sentinel2:26379/mymaster/0'"
         )
+    if url_scheme(url) == SENTINEL:
+        return read_sentinel_url(url, URL_OPTIONS, DRIVER_KEYS)
     found = read_url_options(url, URL_OPTIONS, driver_keys=DRIVER_KEYS, what="Redis")
     parts = urlsplit(found.url)
     databases = [parts.path[1:]] + [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "db"]

@@ -44,7 +44,7 @@ from anarchon.options import check_history_limit
 from anarchon.records import read_runs
 from anarchon.replication import check_min_replicas, check_replica_timeout
 from anarchon.run import Run
-from anarchon.urls import redact_url
+from anarchon.urls import redact_url, url_scheme
 
 from . import _scripts as S
 from ._audit import AuditMixin
@@ -60,6 +60,8 @@ from ._records import LOST, UNKNOWN, claim_result, final_record, grant_of, histo
 from ._registry import RegistryMixin
 from ._replicas import ClusterReplicaWatch, ReplicaWatch
 from ._revive import ReviveMixin
+from ._sentinel import SCHEME as SENTINEL
+from ._sentinel import connect
 from ._stored import StoredMixin
 from ._url import read_redis_url
 
@@ -84,7 +86,7 @@ class RedisBackend(
     GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, StoredMixin, AuditMixin, BackfillMixin, ReviveMixin,
     LeaseBackend,
 ):  # fmt: skip
-    """Lease backend on Redis >= 6.2 or Redis Cluster (``redis://``, ``rediss://``).
+    """Lease backend on Redis >= 6.2, Redis Cluster or Sentinel (``redis://``, ``rediss://``, ``redis+sentinel://``).
 
     ``url`` is used only when no ``client`` is given; a passed-in client
     (``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``) stays
@@ -101,7 +103,7 @@ class RedisBackend(
     """
 
     name: ClassVar[str] = "redis"
-    url_schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss")
+    url_schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss", "redis+sentinel")
     capabilities: ClassVar[Capabilities] = Capabilities(
         lease=True,
         history_ttl=True,
@@ -154,6 +156,8 @@ class RedisBackend(
                 f"cluster={cluster} contradicts the client passed in ({type(client).__name__}); "
                 "leave cluster unset to follow the client"
             )
+        if cluster and url_scheme(self._url) == SENTINEL and client is None:
+            raise ValueError("cluster=True with a redis+sentinel:// URL: Sentinel watches one primary, not a cluster")
         for option, value in (("sweep_ms", sweep_ms), ("connect_timeout_ms", connect_timeout_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{option}={value!r} must be a positive integer (milliseconds)")
@@ -189,12 +193,8 @@ class RedisBackend(
     # -- connection ---------------------------------------------------------
 
     def _redis(self) -> Client:
-        if self._client is None:
-            timeout = self.connect_timeout_ms / 1000
-            if self.cluster:
-                self._client = RedisCluster.from_url(self._url, socket_connect_timeout=timeout)
-            else:
-                self._client = Redis.from_url(self._url, socket_connect_timeout=timeout)
+        if self._client is None:  # a Sentinel URL: a client that follows the primary (_sentinel.py)
+            self._client = connect(self._url, self.cluster, self.connect_timeout_ms / 1000)
         return self._client
 
     async def start(self) -> None:
