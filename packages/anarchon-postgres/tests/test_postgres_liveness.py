@@ -57,8 +57,9 @@ async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(pg_dsn, sche
     script = migration_script(schema, 3)
     assert f'CREATE TABLE "{schema}".instances' in script and f'CREATE TABLE "{schema}".runs' not in script
     backend = await make_backend()
-    # 4: instances; 5: pauses; 6: finish_many; 7: registry; 8: schedules; 9: fencing floor; 10: schedule NOTIFY
-    assert backend.schema_version == SCHEMA_VERSION == 11
+    # 4: instances; 5: pauses; 6: finish_many; 7: registry; 8: schedules; 9: fencing floor; 10: schedule NOTIFY;
+    # 11: audit; 12: runs.earlier
+    assert backend.schema_version == SCHEMA_VERSION == 12
     heart = _heart(backend)
     await heart.open()
     try:

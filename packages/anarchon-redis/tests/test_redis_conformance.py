@@ -8,6 +8,7 @@ import pytest
 
 from anarchon.backend import Backend
 from anarchon_conformance import (
+    AttemptTests,
     AuditTests,
     BackendFactory,
     BackendSuite,
@@ -85,6 +86,7 @@ class TestRedisConformance(BackendSuite, HistoryLimitTests):
 class TestRedisClusterConformance(
     ClaimTests,
     LeaseTests,
+    AttemptTests,
     BackfillTests,
     ReviveTests,
     LivenessTests,

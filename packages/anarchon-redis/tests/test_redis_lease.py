@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from anarchon.backend import Outcome
-from anarchon.run import RunStatus
+from anarchon.run import Attempt, RunStatus, ms_to_datetime
+from anarchon_redis._records import history_run
 
 SHORT = 150  # ms: a lease that expires within a test
 
@@ -285,3 +287,15 @@ async def test_many_finishes_at_once_each_get_their_own_answer(store, make_job, 
     assert answers == [g is not stale for g in grants]
     assert (await a.history(jobs[7].name))[0].status is RunStatus.RUNNING, "the stale finish wrote nothing"
     assert {(await a.last_run(j.name)).status for j in jobs if j is not jobs[7]} == {RunStatus.SUCCEEDED}
+
+
+def test_earlier_attempts_are_read_with_the_scripts_names_and_cjsons_empty_list():
+    """take_over.lua stores ``started`` (ms) in each earlier attempt; cjson writes an empty Lua table as ``{}``."""
+    record = {"job": "j", "slot": 1000, "status": "running", "instance": "b", "attempt": 2, "fencing": 8,
+              "token": "t", "lease": 150, "handed": False, "manual": False, "started": 3000}  # fmt: skip
+    earlier = [{"attempt": 1, "instance": "a", "fencing": 7, "started": 2000}]
+    run = history_run(json.dumps({**record, "earlier": earlier}), "j")
+    assert run is not None
+    assert run.earlier == (Attempt(1, "a", 7, ms_to_datetime(2000)),)
+    empty = history_run(json.dumps({**record, "earlier": {}}), "j")
+    assert empty is not None and empty.earlier == ()

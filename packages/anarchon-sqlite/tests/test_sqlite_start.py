@@ -1,4 +1,7 @@
-"""Opening the file: bad paths, foreign files and newer schemas each get a clear error at start()."""
+"""Opening the file: bad paths, foreign files and newer schemas each get a clear error at start().
+
+An older file gains what this release adds to it (the runs' earlier column) when opened.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import pytest
 
 from anarchon.errors import BackendUnavailableError
 from anarchon.plugins import PluginManager
+from anarchon.run import RunStatus
 from anarchon_sqlite import SCHEMA_VERSION, DatabaseFileError, SQLiteBackend
 
 
@@ -258,3 +262,59 @@ async def test_concurrent_starts_of_one_object_open_one_connection(db_path):
     await backend.start()
     assert backend._conn is first
     await backend.close()
+
+
+def _columns(path: Path) -> set[str]:
+    with sqlite3.connect(path) as raw:
+        found = {row[1] for row in raw.execute("PRAGMA table_info(anarchon_runs)")}
+    raw.close()
+    return found
+
+
+def _as_before_earlier(path: Path) -> None:
+    """The file as a release before ``Run.earlier`` left it: its runs table has no earlier column."""
+    with sqlite3.connect(path) as raw:
+        raw.execute("ALTER TABLE anarchon_runs DROP COLUMN earlier")
+    raw.close()
+    assert "earlier" not in _columns(path)
+
+
+async def test_a_file_from_before_earlier_attempts_gains_the_column_and_reads_its_runs(
+    instances, db_path, make_job, make_claim, wait_until
+):
+    (a,) = await instances(1)
+    job = make_job("older", lease_ms=400, overlap="allow")
+    (done,) = await a.claim([make_claim(job, 1000, "a")])
+    assert done.grant is not None
+    finished = (await a.history("older"))[0].replace(status=RunStatus.SUCCEEDED)
+    assert await a.finish(done.grant, finished)
+    (running,) = await a.claim([make_claim(job, 2000, "a")])
+    assert running.grant is not None
+    await a.close()
+    _as_before_earlier(db_path)
+    await a.start()
+    assert "earlier" in _columns(db_path)
+    assert [(r.slot_ms, r.status, r.earlier) for r in await a.history("older")] == [
+        (2000, RunStatus.RUNNING, ()), (1000, RunStatus.SUCCEEDED, ()),
+    ]  # fmt: skip
+    (b,) = await instances(1)
+    (taken,) = await wait_until(lambda: b.take_over([job], "b"))
+    assert taken.grant is not None and taken.grant.attempt == 2
+    record = (await b.history("older"))[0]
+    assert [(e.attempt, e.instance, e.fencing) for e in record.earlier] == [(1, "a", running.grant.fencing)]
+
+
+async def test_eight_processes_open_a_file_from_before_earlier_attempts_at_once(db_path, worker):
+    backend = SQLiteBackend(db_path)
+    await backend.start()
+    await backend.close()
+    _as_before_earlier(db_path)
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, str(worker), "start", str(db_path), stdout=asyncio.subprocess.PIPE
+        )
+        for _ in range(8)
+    ]
+    outs = await asyncio.gather(*(p.communicate() for p in procs))
+    assert [o[0].decode().strip() for o in outs] == ["ok"] * 8
+    assert "earlier" in _columns(db_path)

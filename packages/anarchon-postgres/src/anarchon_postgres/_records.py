@@ -2,20 +2,24 @@
 
 The claim function, claim_batch and the finish statements take their
 arguments in one order (``sql/``); these build them, and read a claim's row
-back into a :class:`~anarchon.backend.ClaimResult`.
+back into a :class:`~anarchon.backend.ClaimResult` and a history row into a
+:class:`~anarchon.run.Run`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
 from anarchon.backend import Claim, ClaimResult, Grant, Outcome
 from anarchon.errortext import clean_text
+from anarchon.records import decode_run
 from anarchon.run import Run, RunStatus, datetime_to_ms, ms_to_datetime
 
-__all__ = ["batch_args", "claim_args", "claim_result", "finish_args"]
+__all__ = ["batch_args", "claim_args", "claim_result", "finish_args", "history_run"]
 
 
 def batch_args(c: Claim) -> tuple[Any, ...]:
@@ -100,3 +104,18 @@ def claim_result(c: Claim, row: asyncpg.Record) -> ClaimResult:
         previous_mark=row["o_previous_mark"],
     )
     return ClaimResult(Outcome.WON, grant)
+
+
+def history_run(row: asyncpg.Record, job: str) -> Run | None:
+    """A history row through the core's tolerant decoder: ``None`` (logged, counted) for a foreign one.
+
+    ``earlier`` is jsonb, which asyncpg hands over as its text unless the caller's pool
+    set a codec for it (then it is decoded already); text Python cannot load (nested too
+    deep) is left for the decoder to refuse.
+    """
+    data = dict(row.items())
+    earlier = data.get("earlier")
+    if isinstance(earlier, str):
+        with contextlib.suppress(ValueError, RecursionError):
+            data["earlier"] = json.loads(earlier)
+    return decode_run(data, job=job)

@@ -142,6 +142,7 @@ _MIGRATIONS = (
     _migration("migration_9.sql"),  # a job's fencing counter starts at the clock (fencing_floor), not 0
     _migration("migration_10.sql"),  # put_schedule notifies each change (pg_notify) for the instances' LISTEN
     _migration("migration_11.sql"),  # audit: every pause, resume, trigger, backfill and schedule change, appended
+    _migration("migration_12.sql"),  # runs.earlier: a take-over keeps the attempt it replaces (take_over again)
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

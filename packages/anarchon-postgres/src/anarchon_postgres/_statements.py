@@ -14,7 +14,10 @@ from dataclasses import dataclass, fields
 
 from ._schema import render_sql
 
-__all__ = ["Statements"]
+__all__ = ["EARLIER_SINCE", "Statements"]
+
+#: The schema version whose runs keep their earlier attempts (migration_12.sql).
+EARLIER_SINCE = 12
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class Statements:
     finish_retry: str
     hand_over: str
     history: str
+    #: history's, for a look (start_read_only) at a schema older than EARLIER_SINCE.
+    history_without_earlier: str
     marks: str
     now_ms: str
     #: LeaseBackend.revive's, one per slot (anarchon_postgres._revive).
@@ -43,3 +48,11 @@ class Statements:
     def for_schema(cls, quoted_schema: str) -> Statements:
         """Every statement for one schema, quoted by :func:`._schema.quote_schema`."""
         return cls(**{f.name: render_sql(f"statement_{f.name}.sql", quoted_schema).strip() for f in fields(cls)})
+
+    def history_for(self, read_only: bool, version: int | None) -> str:
+        """history's statement for a schema at ``version``: a look at an older one reads no ``earlier``.
+
+        :meth:`~anarchon_postgres.PostgresBackend.start` brings the schema to the current
+        version, so only a read-only start may find one without the column.
+        """
+        return self.history_without_earlier if read_only and (version or 0) < EARLIER_SINCE else self.history

@@ -14,7 +14,7 @@ from anarchon.batching import Batcher
 from anarchon.errors import BackendUnavailableError
 from anarchon.liveness import Heart
 from anarchon.options import check_history_limit
-from anarchon.records import decode_run, read_runs
+from anarchon.records import read_runs
 from anarchon.replication import check_min_replicas, check_replica_timeout
 from anarchon.run import Run, datetime_to_ms
 
@@ -24,7 +24,7 @@ from ._calls import UNREACHABLE, CallsMixin
 from ._control import ControlMixin
 from ._guarantees import GuaranteesMixin
 from ._heart import PostgresHeart
-from ._records import batch_args, claim_args, claim_result, finish_args
+from ._records import batch_args, claim_args, claim_result, finish_args, history_run
 from ._registry import RegistryMixin
 from ._revive import ReviveMixin
 from ._schedules import SchedulesMixin
@@ -100,6 +100,7 @@ class PostgresBackend(
         schedule_notify=True,
         guarantees=True,
         audit=True,
+        attempts=True,
     )
 
     def __init__(
@@ -352,15 +353,16 @@ class PostgresBackend(
     async def history(self, job: str, limit: int = 100) -> list[Run]:
         check_history_limit(limit)
         self._missing_schema()
+        sql = self._sql.history_for(self._read_only, self.schema_version)
 
         async def fetch(n: int) -> list[asyncpg.Record]:
             async def op(conn: asyncpg.Connection, retry: bool) -> list[asyncpg.Record]:
-                rows: list[asyncpg.Record] = await conn.fetch(self._sql.history, job, n, timeout=self._timeout)
+                rows: list[asyncpg.Record] = await conn.fetch(sql, job, n, timeout=self._timeout)
                 return rows
 
             return await self._call("history", op)
 
-        return await read_runs(fetch, lambda r: decode_run(dict(r.items()), job=job), limit)
+        return await read_runs(fetch, lambda r: history_run(r, job), limit)
 
     async def now_ms(self) -> int:
         async def op(conn: asyncpg.Connection, retry: bool) -> int:

@@ -3,7 +3,9 @@
 A record is JSON with times in epoch milliseconds (Lua cannot format
 datetimes), plus the lease fields the public :class:`~anarchon.run.Run`
 does not show: ``token``, ``lease`` (ms), ``handed`` (handed over) and
-``fin`` (finished by its owner, so a retried finish answers the same).
+``fin`` (finished by its owner, so a retried finish answers the same). A run
+taken over after its runner died keeps the attempts it replaced in
+``earlier``, a list of ``{attempt, instance, fencing, started}``, oldest first.
 """
 
 from __future__ import annotations
@@ -104,6 +106,22 @@ def run_of(raw: bytes | str) -> Run:
 _FIELDS = {"slot": "slot_ms", "started": "started_at", "finished": "finished_at", "duration": "duration_ms"}
 
 
+def _renamed(data: dict[Any, Any]) -> dict[str, Any]:
+    return {_FIELDS.get(str(k), str(k)): v for k, v in data.items()}
+
+
+def _earlier(stored: Any) -> Any:
+    """The earlier attempts with the core's field names; cjson encodes an empty list as ``{}``.
+
+    Anything else that is not a list of objects is left for the decoder to refuse.
+    """
+    if stored == {}:
+        return []
+    if isinstance(stored, list):
+        return [_renamed(item) if isinstance(item, dict) else item for item in stored]
+    return stored
+
+
 def history_run(raw: bytes | str, job: str) -> Run | None:
     """A history record through the core's tolerant decoder: ``None`` (logged, counted) for a foreign one."""
     try:
@@ -111,7 +129,9 @@ def history_run(raw: bytes | str, job: str) -> Run | None:
     except (ValueError, UnicodeDecodeError):
         return decode_run(raw, job=job)  # not JSON: the decoder logs and counts it
     if isinstance(data, dict):
-        renamed: dict[str, Any] = {_FIELDS.get(str(k), str(k)): v for k, v in data.items()}
+        renamed = _renamed(data)
+        if "earlier" in renamed:
+            renamed["earlier"] = _earlier(renamed["earlier"])
         return decode_run(renamed, job=job)
     return decode_run(raw, job=job)
 

@@ -119,6 +119,7 @@ class RedisBackend(
         schedule_notify=True,
         guarantees=True,
         audit=True,
+        attempts=True,
     )
 
     def __init__(

@@ -5,7 +5,10 @@ The version lives in a row of ``anarchon_meta`` rather than in
 database, whose migrations may already own ``user_version``. A release that
 changes the layout raises :data:`SCHEMA_VERSION` and adds a step to
 :data:`_MIGRATIONS`; a file written by a newer release is refused, never
-guessed at.
+guessed at. What an older release can ignore (a table, an index, a nullable
+column it never names) is added without raising it (:data:`_ADDED`,
+:data:`_ADDED_COLUMNS`), so the processes sharing a file can be upgraded one
+at a time.
 """
 
 from __future__ import annotations
@@ -48,6 +51,14 @@ _ADDED = {
     # The audit trail (_audit): appended, never updated, read newest first and by job.
     "anarchon_audit": statement("schema_add_audit"),
     "anarchon_audit_by_job": statement("schema_add_audit_by_job"),
+}
+
+# Columns of anarchon_runs added after version 1 without raising the version, on the same terms: a
+# release that does not know one never names it, so it leaves it alone. Added when missing, each time
+# a file is opened (a new file has them from schema_create_runs).
+_ADDED_COLUMNS = {
+    # The attempts a take-over replaced (anarchon.run.Attempt), a JSON list, oldest first; NULL for none.
+    "earlier": statement("schema_add_runs_earlier"),
 }
 
 _CREATE = (
@@ -110,18 +121,28 @@ def _use_wal(conn: sqlite3.Connection, path: str, timeout_s: float) -> None:
         )
 
 
-def _add_tables(conn: sqlite3.Connection) -> None:
-    """Create what :data:`_ADDED` names and the file lacks, under the write lock; a file with it all is only read.
+def _missing_columns(conn: sqlite3.Connection) -> list[str]:
+    """The statements adding the columns of :data:`_ADDED_COLUMNS` that ``anarchon_runs`` lacks."""
+    have = {row[0] for row in conn.execute(statement("schema_runs_columns"))}
+    return [ddl for name, ddl in _ADDED_COLUMNS.items() if name not in have]
 
-    ``schema_tables`` lists indexes too (they share one namespace with tables), so a file
-    that has a table but not its newer index gains the index.
+
+def _add_tables(conn: sqlite3.Connection) -> None:
+    """Create what :data:`_ADDED` and :data:`_ADDED_COLUMNS` name and the file lacks, under the write lock.
+
+    A file with it all is only read. ``schema_tables`` lists indexes too (they share one
+    namespace with tables), so a file that has a table but not its newer index gains the
+    index. A column has no ``IF NOT EXISTS``: which ones are missing is read again under
+    the lock, so of many processes opening an older file at once one adds each.
     """
     have = {row[0] for row in conn.execute(statement("schema_tables"))}
-    if all(name in have for name in _ADDED):
+    if all(name in have for name in _ADDED) and not _missing_columns(conn):
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
         for ddl in _ADDED.values():
+            conn.execute(ddl)
+        for ddl in _missing_columns(conn):
             conn.execute(ddl)
         conn.execute("COMMIT")
     except BaseException:

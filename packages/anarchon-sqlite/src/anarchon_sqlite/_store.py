@@ -16,12 +16,13 @@ another caller's work.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from anarchon.backend import Claim, ClaimResult, Grant, Outcome, next_fencing
 from anarchon.errortext import clean_text
@@ -332,8 +333,9 @@ def _take_over_job(
         fencing = next_fencing(fencing, now)
         token = uuid.uuid4().hex
         lease_ms = job.options.lease_ms
-        if not handed_over:
-            attempt += 1  # a hand-over is no death: the run goes on as the same attempt
+        if not handed_over:  # a hand-over is no death: the run goes on as the same attempt
+            conn.execute(statement("take_over_earlier"), where)  # the attempt that died, kept in the record
+            attempt += 1
         conn.execute(
             statement("take_over_run"),
             (instance, attempt, fencing, now * 1000, token, lease_ms, now + lease_ms, *where),
@@ -399,8 +401,21 @@ def _moment_of(us: object) -> object:
         return f"invalid time {us!r}"
 
 
-def _stored_run(row: Row) -> Run | None:
-    """A history row through the core's tolerant decoder: ``None`` (logged, counted) for a foreign one."""
+def _earlier_of(stored: object) -> object:
+    """The stored JSON list of earlier attempts; text that is not JSON is left for the decoder to refuse."""
+    if not isinstance(stored, str):
+        return stored
+    try:
+        return json.loads(stored)
+    except (ValueError, RecursionError):
+        return stored
+
+
+def _stored_run(row: tuple[Any, ...]) -> Run | None:
+    """A history row (a :data:`Row` and ``earlier``) through the core's tolerant decoder.
+
+    ``None`` (logged, counted) for a row this version cannot read.
+    """
     return decode_run(
         {
             "job": row[0],
@@ -416,6 +431,7 @@ def _stored_run(row: Row) -> Run | None:
             "finished_at": _moment_of(row[10]),
             "duration_ms": row[11],
             "error": row[12],
+            "earlier": _earlier_of(row[17]),
         },
         job=row[0] if isinstance(row[0], str) else "?",
     )
@@ -425,7 +441,7 @@ def history(conn: sqlite3.Connection, job: str, limit: int) -> list[Run]:
     """The newest ``limit`` readable runs; rows no version wrote are skipped (and more rows read)."""
     asked = limit
     while True:
-        rows: list[Row] = conn.execute(_SELECT_HISTORY, (job, asked)).fetchall()
+        rows: list[tuple[Any, ...]] = conn.execute(_SELECT_HISTORY, (job, asked)).fetchall()
         runs = [run for run in map(_stored_run, rows) if run is not None]
         if len(runs) >= limit or len(rows) < asked:
             return runs[:limit]

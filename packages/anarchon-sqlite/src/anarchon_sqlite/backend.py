@@ -91,6 +91,7 @@ class SQLiteBackend(
         schedules=True,
         guarantees=True,
         audit=True,
+        attempts=True,
     )
 
     def __init__(

@@ -56,6 +56,10 @@ BEGIN
                     instance = p_instance,
                     -- a hand-over is no death: the run goes on as the same attempt
                     attempt = attempt + CASE WHEN c.handed_over THEN 0 ELSE 1 END,
+                    -- the attempt that died (not one handed over), kept: history shows every attempt (version 12)
+                    earlier = CASE WHEN c.handed_over THEN r.earlier ELSE coalesce(r.earlier, '[]'::jsonb)
+                        || jsonb_build_array(jsonb_build_object('attempt', r.attempt, 'instance', r.instance,
+                                                                'fencing', r.fencing, 'started_at', r.started_at)) END,
                     fencing = v_fencing,
                     started_at = timestamptz 'epoch' + v_now * interval '1 millisecond'
                 WHERE r.job = c.job AND r.slot_ms = c.slot_ms AND r.manual = c.manual AND r.token = c.token

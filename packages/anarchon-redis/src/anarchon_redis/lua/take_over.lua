@@ -34,7 +34,12 @@ for i = 1, #leases, 2 do
       fencing = fencing + 1
       redis.call('HSET', state, 'fencing', num(fencing))
       -- a hand-over is no death: the run goes on as the same attempt
-      if not r.handed then r.attempt = r.attempt + 1 end
+      if not r.handed then
+        -- the attempt that died, kept in the record (oldest first): history shows every attempt
+        local earlier = type(r.earlier) == 'table' and r.earlier or {}
+        earlier[#earlier + 1] = {attempt = r.attempt, instance = r.instance, fencing = r.fencing, started = r.started}
+        r.earlier, r.attempt = earlier, r.attempt + 1
+      end
       r.token, r.handed, r.lease, r.instance = mine .. num(fencing), false, lease, instance
       r.fencing, r.started = fencing, now
       local raw = cjson.encode(r)

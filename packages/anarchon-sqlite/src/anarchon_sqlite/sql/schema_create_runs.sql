@@ -16,5 +16,6 @@ CREATE TABLE anarchon_runs (
         lease_ms INTEGER NOT NULL,
         expires_ms INTEGER NOT NULL,
         handed_over INTEGER NOT NULL DEFAULT 0,
+        earlier TEXT,
         PRIMARY KEY (job, slot_ms, manual)
     ) WITHOUT ROWID

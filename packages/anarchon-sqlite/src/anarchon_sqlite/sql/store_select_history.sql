@@ -1,1 +1,1 @@
-SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over FROM anarchon_runs WHERE job = ? ORDER BY slot_ms DESC, manual DESC LIMIT ?
+SELECT job, slot_ms, manual, status, instance, attempt, fencing, catch_up, missed, started_at_us, finished_at_us, duration_ms, error, token, lease_ms, expires_ms, handed_over, earlier FROM anarchon_runs WHERE job = ? ORDER BY slot_ms DESC, manual DESC LIMIT ?

@@ -1,0 +1,1 @@
+ALTER TABLE anarchon_runs ADD COLUMN earlier TEXT

@@ -1,0 +1,1 @@
+UPDATE anarchon_runs SET earlier = json_insert(coalesce(CASE WHEN json_valid(earlier) THEN CASE json_type(earlier) WHEN 'array' THEN earlier END END, '[]'), '$[#]', json_object('attempt', attempt, 'instance', instance, 'fencing', fencing, 'started_at', started_at_us / 1000)) WHERE job = ? AND slot_ms = ? AND manual = ?
