@@ -103,8 +103,10 @@ async def test_run_page_shows_the_take_over_and_the_manual_run(store: Any, seed:
         taken = client.get(f"/jobs/ledger/runs/{seeded.slot(10)}", params={"format": "json"}).json()["run"]
         assert (taken["attempt"], taken["instance"], taken["outcome"]) == (2, "i2", "taken-over")
         assert taken["fencing"] is not None
+        assert [(a["attempt"], a["instance"]) for a in taken["earlier"]] == [(1, "i1")]  # the attempt that died
         page = client.get(f"/jobs/ledger/runs/{seeded.slot(10)}")
-        assert "took the run over" in page.text
+        assert "took the run over" in page.text and "died on i1" in page.text
+        assert "attempt 1 died on i1" in client.get("/jobs/ledger").text
         manual = client.get(f"/jobs/ledger/runs/{seeded.manual_ms}", params={"manual": "yes", "format": "json"})
         assert manual.json()["run"]["manual"] is True
         assert client.get(f"/jobs/ledger/runs/{seeded.manual_ms}").status_code == 404  # not a scheduled slot

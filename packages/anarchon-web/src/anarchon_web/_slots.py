@@ -39,8 +39,8 @@ OUTCOMES: dict[str, str] = {
     "paused": "paused (the job was paused)",
     "running": "running",
     "cancelled": "cancelled",
-    "abandoned": "abandoned",
-    "missed": "missed (due, no record)",
+    "abandoned": "lost (its runner died, nobody took it over)",
+    "missed": "missed (due, nobody claimed it)",
     "pending": "pending (still claimable)",
 }
 
