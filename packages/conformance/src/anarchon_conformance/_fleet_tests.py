@@ -135,12 +135,18 @@ class FleetTests(FleetControlTests, SuiteBase):
         assert report.missed == 0, (report.missed_slots, _near(f, report.missed_slots))
         assert report.take_overs >= 1
 
-        async def history() -> list[Run]:
-            return await Scheduler(build_backend(**fleet_backend)).history("job-slow")
+        async def history() -> tuple[list[Run], bool]:
+            scheduler = Scheduler(build_backend(**fleet_backend))
+            return await scheduler.history("job-slow"), scheduler.backend.capabilities.attempts
 
-        (record,) = [r for r in asyncio.run(history()) if r.slot_ms == first["slot"]]
+        runs, keeps_attempts = asyncio.run(history())
+        (record,) = [r for r in runs if r.slot_ms == first["slot"]]
         assert (record.instance, record.attempt, record.status) == (second["instance"], 2, RunStatus.SUCCEEDED)
         assert record.fencing == second["fencing"]
+        if keeps_attempts:  # the attempt killed with its process is on record too (the ledger's "died")
+            assert [(a.attempt, a.instance, a.fencing) for a in record.earlier] == [
+                (1, first["instance"], first["fencing"])
+            ], record.earlier
 
     @requires("multi_process", "liveness")
     def test_kill_9_with_default_options_is_taken_over_within_2_s(self, fleet: FleetMaker) -> None:
