@@ -136,7 +136,13 @@ def _parser(
     p.add_argument("target", metavar="module:attr", nargs="?", help=TARGET_HELP + " (optional with --backend)")
     p.add_argument("job", metavar="JOB", help="the job's name")
     backend_option(p)
-    p.add_argument("--limit", type=positive_int, default=20, metavar="N", help="show the newest N runs (default 20)")
+    p.add_argument(
+        "--limit",
+        type=positive_int,
+        default=20,
+        metavar="N",
+        help="read the newest N runs and show the newest N lines of the ledger (default 20)",
+    )
     json_option(p)
     p.add_argument(
         "--ledger",
