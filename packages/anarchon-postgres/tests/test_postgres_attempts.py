@@ -12,6 +12,7 @@ import json
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 
+from anarchon.claims import Grant
 from anarchon.run import Run, RunStatus, ms_to_datetime
 from anarchon_postgres import SCHEMA_VERSION, PostgresBackend
 
@@ -20,18 +21,8 @@ pytestmark = pytest.mark.postgres
 SLOT = 1_800_000_000_000
 
 
-def _done(grant) -> Run:
-    return Run(
-        job=grant.job,
-        slot_ms=grant.slot_ms,
-        status=RunStatus.SUCCEEDED,
-        instance=grant.instance,
-        attempt=grant.attempt,
-        fencing=grant.fencing,
-        started_at=ms_to_datetime(grant.started_at_ms),
-        finished_at=ms_to_datetime(grant.started_at_ms + 5),
-        duration_ms=5,
-    )
+def _done(grant: Grant) -> Run:
+    return grant.finished(RunStatus.SUCCEEDED, started_ms=grant.started_at_ms, finished_ms=grant.started_at_ms + 5)
 
 
 async def _as_version_11(pg_dsn: str, schema: str) -> None:
