@@ -118,16 +118,16 @@ def _of_record(run: Run, covered_by: int | None) -> list[Entry]:
     return entries
 
 
-def _unclaimed(schedule: Schedule, after_ms: int, before_ms: int, room: int) -> tuple[list[int], int]:
-    """Slots of the schedule in ``(after_ms, before_ms)``, oldest first (none if over ``room``), and their count."""
-    count, _ = schedule.count_between(after_ms, before_ms - 1, cap=10 * MAX_MISSED)
+def _unclaimed(schedule: Schedule, after_ms: int, before_ms: int, room: int) -> tuple[list[int], int, int | None]:
+    """Slots of the schedule in ``(after_ms, before_ms)``: oldest first (none if over ``room``), count, newest."""
+    count, newest = schedule.count_between(after_ms, before_ms - 1, cap=10 * MAX_MISSED)
     if count > room:
-        return [], count
+        return [], count, newest
     found: list[int] = []
     moment = after_ms
     while (slot := schedule.next_or_none(moment)) is not None and slot < before_ms and len(found) < count:
         found.append(moment := slot)
-    return found, count
+    return found, count, newest
 
 
 def ledger(runs: Sequence[Run], schedule: Schedule | None = None, *, due_before_ms: int | None = None) -> list[Entry]:
@@ -150,11 +150,10 @@ def ledger(runs: Sequence[Run], schedule: Schedule | None = None, *, due_before_
         if due_before_ms is not None and due_before_ms > edges[-1]:
             edges.append(due_before_ms)  # slots before it are past max_late_ms: nobody may claim them now
         for index in range(len(edges) - 1):
-            gap, count = _unclaimed(schedule, edges[index], edges[index + 1], budget)
+            gap, count, newest = _unclaimed(schedule, edges[index], edges[index + 1], budget)
             later = scheduled[index + 1] if index + 1 < len(scheduled) else None
             covers = later.missed - 1 if later is not None else 0
             if count and not gap:  # too many to list: one entry for the whole gap, at its newest slot
-                newest = schedule.count_between(edges[index], edges[index + 1] - 1, cap=10 * MAX_MISSED)[1]
                 entries.append(
                     Entry(
                         job,
