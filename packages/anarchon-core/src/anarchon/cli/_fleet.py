@@ -19,7 +19,7 @@ from ..fleet import Fleet, FleetJob, read_fleet
 from ..run import ms_to_datetime
 from ._common import iso, print_json, reading, resolve, table, utc
 
-__all__ = ["check_known", "fleet", "fleet_jobs", "job_rows"]
+__all__ = ["check_known", "fleet", "fleet_jobs", "job_rows", "running_schedule"]
 
 
 def _registry(backend: Backend) -> None:
@@ -64,11 +64,18 @@ async def fleet(args: argparse.Namespace) -> int:
     return 0
 
 
-def _next_slot(fleet_view: Fleet, job: FleetJob, now_ms: int) -> str | None:
+def running_schedule(fleet_view: Fleet, job: FleetJob) -> Schedule | None:
+    """The schedule of the definition the fleet runs; ``None`` for one this version cannot read."""
     d = fleet_view.running(job)
     try:
-        schedule = Schedule(d.cron, d.timezone, dst=d.options.get("dst", "cron"), name=job.name)
-    except (ValueError, TypeError):  # a definition of another version: shown without a next slot
+        return Schedule(d.cron, d.timezone, dst=d.options.get("dst", "cron"), name=job.name)
+    except (ValueError, TypeError):  # a definition of another version
+        return None
+
+
+def _next_slot(fleet_view: Fleet, job: FleetJob, now_ms: int) -> str | None:
+    schedule = running_schedule(fleet_view, job)
+    if schedule is None:  # shown without a next slot
         return None
     slot = schedule.next_or_none(now_ms)
     return iso(None if slot is None else ms_to_datetime(slot))

@@ -18,6 +18,7 @@ from ..options import JobOptions
 from ..run import Run, ms_to_datetime
 from ..scheduler import Scheduler
 from ._common import print_json, table, utc
+from ._fleet import running_schedule
 
 __all__ = ["LEDGER_HEADERS", "job_schedule", "print_ledger"]
 
@@ -33,15 +34,10 @@ async def job_schedule(scheduler: Scheduler | None, backend: Backend, job: str) 
         return None
     view = await read_fleet(backend)
     found = view.job(job)
-    if found is None:
+    schedule = None if found is None else running_schedule(view, found)
+    if found is None or schedule is None:  # no live definition, or one of another version: records only
         return None
-    definition = view.running(found)
-    options = definition.options
-    try:
-        schedule = Schedule(definition.cron, definition.timezone, dst=options.get("dst", "cron"), name=job)
-    except (ValueError, TypeError):  # a definition of another version: records only
-        return None
-    late = options.get("max_late_ms", JobOptions.max_late_ms)
+    late = view.running(found).options.get("max_late_ms", JobOptions.max_late_ms)
     return schedule, late if isinstance(late, int) and not isinstance(late, bool) else JobOptions.max_late_ms
 
 
