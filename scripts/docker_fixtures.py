@@ -33,7 +33,7 @@ def docker_compose_project_name() -> str:
 
 @pytest.fixture(scope="session")
 def anarchon_docker_wanted(request: pytest.FixtureRequest) -> list[Manifest]:
-    return _wanted(request.session, load())
+    return _wanted(request.session.items, load())
 
 
 @pytest.fixture(scope="session")

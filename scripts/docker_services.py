@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,19 +96,19 @@ def wait_ready(files: list[str], project: str, service: str, timeout_s: float = 
     )
 
 
-def _wanted(session: pytest.Session, manifests: list[Manifest]) -> list[Manifest]:
-    """The backends whose tests were collected, with a service and no server named in their variable."""
-    folders = {
-        item.path.resolve().relative_to(ROOT).parts[1] for item in session.items if _under(item.path, "packages")
-    }
+def _wanted(items: Sequence[Any], manifests: list[Manifest]) -> list[Manifest]:
+    """The backends whose tests are among ``items``, with a service and no server named in their variable."""
+    folders = {_folder(item.path) for item in items}
     return [m for m in manifests if m.service and m.folder in folders and not os.environ.get(m.service["env"])]
 
 
-def _under(path: Path, top: str) -> bool:
+def _folder(path: Path) -> str | None:
+    """The backend folder under ``packages/`` that holds ``path``, if any."""
     try:
-        return path.resolve().relative_to(ROOT).parts[0] == top
+        parts = path.resolve().relative_to(ROOT).parts
     except ValueError:
-        return False
+        return None
+    return parts[1] if len(parts) > 1 and parts[0] == "packages" else None
 
 
 def _shims(folder: Path, files: list[str], wanted: list[Manifest], project: str = PROJECT) -> None:
@@ -187,38 +188,22 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """
     if os.environ.get("ANARCHON_DOCKER_ALL") == "1":
         return
-    fixtures = {m.folder: m.service["fixture"] for m in _wanted_now(items) if m.service and m.service.get("fixture")}
+    served = [m for m in _wanted(items, load()) if m.service and m.service.get("fixture")]
+    fixtures = {m.folder: m.service["fixture"] for m in served if m.service}
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
         folder = _folder(item.path)
-        fixture = fixtures.get(folder or "")
-        if fixture is None or fixture in getattr(item, "fixturenames", ()):
+        if folder not in fixtures:
             keep.append(item)
-            if folder in fixtures:
-                gone, kept = _DESELECTED.get(folder, (0, 0))
-                _DESELECTED[folder] = (gone, kept + 1)
-        else:
-            drop.append(item)
-            gone, kept = _DESELECTED.get(folder or "", (0, 0))
-            _DESELECTED[folder or ""] = (gone + 1, kept)
+            continue
+        uses = fixtures[folder] in getattr(item, "fixturenames", ())
+        (keep if uses else drop).append(item)
+        gone, kept = _DESELECTED.get(folder, (0, 0))
+        _DESELECTED[folder] = (gone, kept + 1) if uses else (gone + 1, kept)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-
-
-def _folder(path: Path) -> str | None:
-    try:
-        parts = path.resolve().relative_to(ROOT).parts
-    except ValueError:
-        return None
-    return parts[1] if len(parts) > 1 and parts[0] == "packages" else None
-
-
-def _wanted_now(items: list[pytest.Item]) -> list[Manifest]:
-    """:func:`_wanted`, from the items being collected (the session's list is not set yet)."""
-    folders = {_folder(item.path) for item in items}
-    return [m for m in load() if m.service and m.folder in folders and not os.environ.get(m.service["env"])]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -93,9 +93,9 @@ def test_a_variable_that_names_a_server_keeps_its_backend_out_of_docker(monkeypa
     for m in manifests:
         if m.service:
             monkeypatch.delenv(m.service["env"], raising=False)
-    every = [m.name for m in _wanted(session, manifests)]  # type: ignore[arg-type]
+    every = [m.name for m in _wanted(session.items, manifests)]
     assert every == [m.name for m in manifests if m.service]
     monkeypatch.setenv("ANARCHON_REDIS_URL", "redis://127.0.0.1:6379/0")
-    assert "redis" not in [m.name for m in _wanted(session, manifests)]  # type: ignore[arg-type]
+    assert "redis" not in [m.name for m in _wanted(session.items, manifests)]
     only_pg = SimpleNamespace(items=[SimpleNamespace(path=ROOT / "packages" / "anarchon-postgres" / "tests" / "t.py")])
-    assert [m.name for m in _wanted(only_pg, manifests)] == ["postgres"]  # type: ignore[arg-type]
+    assert [m.name for m in _wanted(only_pg.items, manifests)] == ["postgres"]
