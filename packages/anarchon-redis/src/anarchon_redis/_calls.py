@@ -105,11 +105,10 @@ class CallsMixin:
     async def _pipeline(
         self, commands: list[_replicas.Command], replicas: int | Mapping[str, int] = 0
     ) -> tuple[list[Any], list[bool]]:
-        watch = self._replica_watch if self.min_replicas is None else None  # auto: see ReplicaWatch.excused
-        timeout = self.replica_timeout_ms
-        if isinstance(watch, _replicas.ReplicaWatch):
-            return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, timeout, watch)
-        return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, timeout)
+        # auto on one server: a WAIT that fell short may be excused (ReplicaWatch.excused)
+        watch = self._replica_watch if self.min_replicas is None else None
+        one = watch if isinstance(watch, _replicas.ReplicaWatch) else None
+        return await _replicas.pipeline(self._redis(), self.cluster, commands, replicas, self.replica_timeout_ms, one)
 
     def _hint(self) -> list[str]:
         """The hint as a script's last key, on one server only (it is another slot on a cluster)."""
