@@ -148,9 +148,11 @@ async def test_killed_sessions_during_claims_never_give_two_winners(pg_dsn, make
 
 async def test_a_short_outage_keeps_the_run_and_recovers_by_itself(make_backend, tcp_proxy, make_job, make_claim):
     proxy, dsn = await tcp_proxy()
-    owner = await make_backend(dsn=dsn, timeout_ms=400)
     job = make_job("short-cut", lease_ms=3000)
+    # The backup, with the default timeout, prepares the schema: twelve
+    # migrations under the owner's 400 ms would time out on a busy server.
     backup = Backup(await make_backend(), [job])
+    owner = await make_backend(dsn=dsn, timeout_ms=400)
     grant = (await owner.claim([make_claim(job, SLOT, "owner")]))[0].grant
     runner = Runner(owner, grant)
     stop = asyncio.Event()
@@ -174,9 +176,9 @@ async def test_a_long_outage_hands_the_run_to_one_backup_and_the_owner_learns_it
     make_backend, tcp_proxy, make_job, make_claim, wait_until
 ):
     proxy, dsn = await tcp_proxy()
-    owner = await make_backend(dsn=dsn, timeout_ms=300)
     job = make_job("long-cut", lease_ms=900, overlap="allow")
-    backups = [Backup(await make_backend(), [job]) for _ in range(3)]
+    backups = [Backup(await make_backend(), [job]) for _ in range(3)]  # they prepare the schema, as above
+    owner = await make_backend(dsn=dsn, timeout_ms=300)
     grant = (await owner.claim([make_claim(job, SLOT, "owner")]))[0].grant
     runner = Runner(owner, grant)
     stop = asyncio.Event()
