@@ -47,14 +47,15 @@ bench: dev
 	$(BIN)/python -m benchmarks
 
 # Every backend's tests against servers pytest starts in Docker (pytest-docker,
-# docker-compose.yml; CONTRIBUTING "With Docker"). The ANARCHON_* variables are
-# unset so that the containers, not the loopback servers, serve each step.
+# docker-compose.yml; CONTRIBUTING "With Docker"): the backend steps only, and
+# of them the tests that use the server (ANARCHON_DOCKER_ALL=1 keeps all).
+# `ANARCHON_BROKERS=docker make test` is the whole suite with the brokers in
+# containers, each test once (what CI runs).
 # Recursive (=): read from the manifests only when test-docker runs, not on every make call.
 DOCKER_STEPS = $(shell python3 scripts/backends.py services | cut -f1 | paste -sd, -)
 test-docker: dev
-	run=$$$$; env $(foreach v,$(shell python3 scripts/backends.py env-names),-u $(v)) ANARCHON_DOCKER_RUN=$$run \
-	  ANARCHON_STEPS=$${ANARCHON_STEPS:-$(DOCKER_STEPS)} bash scripts/test-matrix.sh -p scripts.docker_services; \
-	  rc=$$?; bash scripts/docker-sweep.sh $$run && exit $$rc
+	ANARCHON_BROKERS=docker ANARCHON_DOCKER_ALL=$${ANARCHON_DOCKER_ALL:-0} \
+	  ANARCHON_STEPS=$${ANARCHON_STEPS:-$(DOCKER_STEPS)} bash scripts/test-matrix.sh
 
 # The same servers left running for you: eval "$$(make -s services-docker)" exports their URLs.
 services-docker: dev

@@ -10,6 +10,15 @@
 # interleave. The longest steps start first (the seconds in STEPS are their
 # measured length), which keeps the lanes even.
 #
+# ANARCHON_BROKERS=docker gives the steps of the backends whose manifest names
+# a [service] their servers from containers that pytest-docker starts
+# (scripts/docker_services.py; their ANARCHON_* variables are unset for those
+# steps, and every test of the step runs once, ANARCHON_DOCKER_ALL=1 unless
+# set); the other steps keep the loopback servers. At the end nothing the
+# containers left may remain (scripts/docker-sweep.sh). CI runs this way, so
+# each broker test runs once, against a server the tests started.
+# ANARCHON_BROKERS=loopback (the default) uses the ANARCHON_* variables.
+#
 # ANARCHON_STEPS=core,redis picks steps; an unknown name exits 2, listing them.
 # --list prints the step names and exits.
 # Extra arguments go to every pytest run (e.g. -m "not slow"). Exits non-zero
@@ -61,6 +70,16 @@ if [ -n "${ANARCHON_STEPS:-}" ]; then
   done
   STEPS=("${selected[@]}")
 fi
+BROKERS=${ANARCHON_BROKERS:-loopback}
+served=""
+case "$BROKERS" in
+  loopback) ;;
+  docker)
+    served=",$(python3 scripts/backends.py services | cut -f1 | paste -sd, -),"
+    mapfile -t unset_args < <(python3 scripts/backends.py env-names | sed 's/^/-u/')
+    export ANARCHON_DOCKER_RUN=${ANARCHON_DOCKER_RUN:-$$} ANARCHON_DOCKER_ALL=${ANARCHON_DOCKER_ALL:-1};;
+  *) echo "test-matrix: ANARCHON_BROKERS=$BROKERS is neither loopback (the ANARCHON_* servers) nor docker (containers the tests start)" >&2; exit 2;;
+esac
 case "$JOBS" in ''|*[!0-9]*|0) echo "test-matrix: ANARCHON_JOBS=$JOBS is not a positive whole number of lanes (1 runs the steps one by one)" >&2; exit 2;; esac
 # Longest first: sort by the measured seconds, descending.
 mapfile -t ORDER < <(printf '%s\n' "${STEPS[@]}" | sort -t'|' -k2,2nr)
@@ -74,8 +93,10 @@ count() {  # word file
 run_step() {  # name paths...; the step's exit code and seconds go to $logdir/name.rc
   local name=$1 start=$SECONDS rc
   shift
+  local how=("$PY" -m pytest)
+  case "$served" in *",$name,"*) how=(env "${unset_args[@]}" "$PY" -m pytest -p scripts.docker_services);; esac
   # shellcheck disable=SC2068  # the step's paths and arguments split on purpose
-  "$PY" -m pytest $@ "${EXTRA[@]}" > "$logdir/$name.log" 2>&1 < /dev/null
+  "${how[@]}" $@ "${EXTRA[@]}" > "$logdir/$name.log" 2>&1 < /dev/null
   rc=$?
   echo "$rc $((SECONDS - start))" > "$logdir/$name.rc"
 }
@@ -115,6 +136,10 @@ while [ "$running" -gt 0 ]; do
   for n in "${!pid_of[@]}"; do [ "${pid_of[$n]}" = "$done_pid" ] && { unset "pid_of[$n]"; report "$n"; }; done
   running=$((running - 1))
 done
+if [ -n "$served" ] && ! bash scripts/docker-sweep.sh "$ANARCHON_DOCKER_RUN"; then
+  bad_steps+=(docker-sweep)
+  failed=$((failed + 1))
+fi
 echo
 for step in "${STEPS[@]}"; do
   name=${step%%|*}

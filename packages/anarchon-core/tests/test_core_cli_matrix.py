@@ -89,3 +89,38 @@ def test_a_lane_count_that_is_no_positive_number_exits_2(jobs: str) -> None:
     result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=60, check=False)
     assert result.returncode == 2
     assert f"ANARCHON_JOBS={jobs} is not a positive whole number" in result.stderr
+
+
+def test_brokers_in_docker_change_only_the_backend_steps(tmp_path: Path) -> None:
+    """ANARCHON_BROKERS=docker: a backend step gets the docker plugin and no ANARCHON_* server; the rest keep theirs."""
+    script = tmp_path / "fake-python"
+    script.write_text(
+        "#!/usr/bin/env bash\n"
+        f'echo "$* redis=${{ANARCHON_REDIS_URL:-unset}} all=${{ANARCHON_DOCKER_ALL:-unset}}" >> {tmp_path}/stamps\n'
+        'echo "1 passed in 0.1s"\n'
+    )
+    script.chmod(0o755)
+    env = {
+        **os.environ,
+        "ANARCHON_STEPS": "redis,web",
+        "ANARCHON_BROKERS": "docker",
+        "ANARCHON_REDIS_URL": "redis://127.0.0.1:6379/0",
+        "PYTHON": str(script),
+    }
+    env.pop("ANARCHON_DOCKER_ALL", None)
+    result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "stamps").read_text().splitlines()
+    (redis,) = [line for line in lines if "packages/anarchon-redis" in line]
+    (web,) = [line for line in lines if "packages/anarchon-web" in line]
+    assert redis.startswith("-m pytest -p scripts.docker_services packages/anarchon-redis")
+    assert redis.endswith("redis=unset all=1")  # every test of the step, once, against the container
+    assert web.startswith("-m pytest packages/anarchon-web")
+    assert "redis=redis://127.0.0.1:6379/0" in web
+
+
+def test_brokers_that_are_neither_loopback_nor_docker_exit_2() -> None:
+    env = {**os.environ, "ANARCHON_STEPS": "core", "ANARCHON_BROKERS": "podman", "PYTHON": "true"}
+    result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert result.returncode == 2
+    assert "ANARCHON_BROKERS=podman is neither loopback" in result.stderr
