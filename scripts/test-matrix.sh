@@ -98,18 +98,24 @@ run_step() {  # name paths...; the step's exit code and seconds go to $logdir/na
   # shellcheck disable=SC2068  # the step's paths and arguments split on purpose
   "${how[@]}" $@ "${EXTRA[@]}" > "$logdir/$name.log" 2>&1 < /dev/null
   rc=$?
-  echo "$rc $((SECONDS - start))" > "$logdir/$name.rc"
+  # The CPU the step's processes used (user + system, from `times`: this lane's children), beside its seconds:
+  # on two cores the matrix is bound by CPU, so a step's CPU is what it costs the others.
+  # (`times` itself, not in a $(…) subshell, whose children would be none.)
+  local cpu
+  times > "$logdir/$name.times"
+  cpu=$(tail -n 1 "$logdir/$name.times" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] } printf "%d", t }')
+  echo "$rc $((SECONDS - start)) $cpu" > "$logdir/$name.rc"
 }
 EXTRA=("$@")
 passed=0 failed=0 skipped=0 bad_steps=()
 report() {  # name: print the step's whole log and its line, add up its counts
-  local name=$1 log="$logdir/$1.log" rc secs p f e s
-  read -r rc secs < "$logdir/$name.rc"
+  local name=$1 log="$logdir/$1.log" rc secs cpu p f e s
+  read -r rc secs cpu < "$logdir/$name.rc"
   echo "::: step $name: pytest ${paths_of[$name]}"
   cat "$log"
   p=$(count passed "$log"); f=$(count failed "$log"); e=$(count error "$log"); s=$(count skipped "$log")
   passed=$((passed + p)); failed=$((failed + f + e)); skipped=$((skipped + s))
-  echo "::: step $name: rc=$rc, $p passed, $((f + e)) failed, $s skipped in $secs s"
+  echo "::: step $name: rc=$rc, $p passed, $((f + e)) failed, $s skipped in $secs s (CPU $cpu s)"
   if [ "$rc" -ne 0 ]; then
     bad_steps+=("$name")
     [ $((f + e)) -eq 0 ] && failed=$((failed + 1))  # a step that broke before counting still counts
