@@ -3,12 +3,13 @@
 Each test starts its own replicated servers on free ports (never the shared
 ones), five instance processes with five every-second jobs and a slow job,
 and fails the referee over twice (a crash and, where the clients follow one
-address, a promotion while the old primary still serves), once with the
-backend's default options and once with its durable option. With the
-durable option (RabbitMQ has none: its defaults) no slot may run twice.
-With the defaults a second run is what the scenario measures (asynchronous
-replication loses the claim that decided it): it is printed, not asserted,
-since its absence in a run proves nothing.
+address, a promotion while the old primary still serves), with the
+backend's default options, which promise that no slot runs twice across a
+failover (each claim waits for a replica where the server has one): that is
+asserted. The durable options (``min_replicas=1``, a synchronous standby)
+make the same promise at the cost of more lost slots; ``python -m
+chaos.failover --short`` (``make chaos-failover``) runs both kinds, and
+``ANARCHON_FAILOVER_DURABLE=1`` adds the durable run here.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ REASONS = available()
 
 
 @pytest.mark.parametrize("backend", ORDER)
-def test_short_failover_run_keeps_the_durable_promise(backend: str) -> None:
+def test_short_failover_run_with_default_options_runs_no_slot_twice(backend: str) -> None:
     reason = REASONS[backend]
     if reason is not None:
         if os.environ.get("CI"):
@@ -42,18 +43,16 @@ def test_short_failover_run_keeps_the_durable_promise(backend: str) -> None:
     kept = True
     try:
         config = Config(short=True, seconds=20, jobs=5, seed=1, workdir=workdir)
-        variants = (False, True) if FAILOVER_BROKERS[backend].has_durable else (False,)
+        with_durable = os.environ.get("ANARCHON_FAILOVER_DURABLE") == "1" and FAILOVER_BROKERS[backend].has_durable
+        variants = (False, True) if with_durable else (False,)
         results = [run_failover(backend, durable, config, every_s=5.0) for durable in variants]
         print(table(results))
         for r in results:
             assert r.verdict.error is None, r.verdict.error
             assert r.failovers, f"{backend}: no failover happened"
             assert r.across > 0, f"{backend}: no slot ran across a failover: the scenario measured nothing"
-        for line in results[0].second_runs:
-            print(f"default options, second run: {line}")
-        promised = results[-1]  # the durable run, or the defaults where there is no durable option
-        assert promised.promised
-        assert promised.second_runs == [], promised.second_runs
+            kind = "durable" if r is not results[0] else "default"
+            assert r.second_runs == [], f"{backend}, {kind} options: slots run twice: {r.second_runs}"
         kept = False
     finally:
         if kept:
