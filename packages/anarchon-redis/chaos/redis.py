@@ -82,10 +82,22 @@ class RedisPair(Replicated):
         return redis.Redis(host="127.0.0.1", port=self.ports[i], socket_timeout=5)
 
     def _synced(self, i: int) -> None:
+        """Return once node ``i``, a primary, has a replica that acknowledged its writes."""
+        import redis
+
         client = self._client(i)
         try:
             deadline = time.monotonic() + 20
-            while client.wait(1, 1000) < 1:
+            while True:
+                try:
+                    if client.wait(1, 1000) >= 1:
+                        return
+                except redis.ResponseError as exc:
+                    # Sentinel names the new primary before the node has left its replica role:
+                    # WAIT is refused on a replica, so wait for the promotion to land.
+                    if "replica" not in str(exc):
+                        raise
+                    time.sleep(0.1)
                 if time.monotonic() > deadline:
                     raise BrokerError(f"redis replica of port {self.ports[i]} never caught up")
         finally:
