@@ -115,6 +115,15 @@ class Target(abc.ABC):
         """What ``ns`` holds on the backend now (rows, keys, bytes), for the soak's size columns."""
         return {}
 
+    async def referee_counters(self, ns: str) -> dict[str, float]:
+        """The server's own counts of the operations it served so far (commands, transactions), by name.
+
+        The fleet-size benchmark takes the difference of two readings and
+        divides it by the runs between them; none where the store has no
+        server to ask (its cost is then the instances' own CPU).
+        """
+        return {}
+
     @abc.abstractmethod
     async def versions(self) -> dict[str, str]:
         """Client library and server versions."""

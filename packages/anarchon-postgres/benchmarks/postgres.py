@@ -59,6 +59,18 @@ class PostgresTarget(Target):
             await conn.close()
         return [r["pid"] for r in rows]
 
+    async def referee_counters(self, ns: str) -> dict[str, float]:
+        """Transactions committed and rolled back in the database (``pg_stat_database``; others' too)."""
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            await conn.execute("SELECT pg_stat_force_next_flush()")  # this session's own counts, now
+            row = await conn.fetchrow(
+                "SELECT xact_commit + xact_rollback AS x FROM pg_stat_database WHERE datname = current_database()"
+            )
+        finally:
+            await conn.close()
+        return {"transactions": float(row["x"])}
+
     async def footprint(self, ns: str) -> dict[str, float]:
         conn = await asyncpg.connect(self.dsn)
         try:

@@ -66,6 +66,17 @@ class RedisTarget(Target):
     def spec(self, ns: str) -> BackendSpec:
         return BackendSpec("anarchon_redis:RedisBackend", {"url": URL, "prefix": f"{ns}:"})
 
+    async def referee_counters(self, ns: str) -> dict[str, float]:
+        """Commands executed (those inside scripts too: ``INFO commandstats``) and script calls (round trips)."""
+        client = Redis.from_url(URL)
+        try:
+            stats = await client.info("commandstats")
+        finally:
+            await client.aclose()
+        calls = {name.removeprefix("cmdstat_"): float(v["calls"]) for name, v in stats.items()}
+        scripts = sum(n for name, n in calls.items() if name.split("|")[0] in ("eval", "evalsha", "fcall"))
+        return {"commands": sum(calls.values()), "script calls": scripts}
+
     def raw(self, ns: str) -> RawClient:
         return _Raw(ns)
 

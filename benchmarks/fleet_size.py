@@ -1,0 +1,245 @@
+"""What the referee's work does as the fleet grows: N instance processes on one backend, the jobs fixed.
+
+``python -m benchmarks.fleet_size [--backends sqlite,redis,postgres] [--sizes 1,2,4,8,16] [--jobs 100]
+[--seconds 30] [--quick] [--no-report]``
+
+For each backend and each fleet size N, ``anarchon_conformance.fleet.Fleet``
+starts N instance processes sharing ``--jobs`` every-second jobs
+(``jitter_ms=0``, so every instance tries every slot in the same millisecond:
+the case whose cost grows with N), lets them settle, and measures over
+``--seconds``:
+
+- server CPU per run: user + system time of the server processes the target
+  names (PostgreSQL: the backends serving the instances; Redis: the whole
+  ``redis-server``), per run started in the window; none for SQLite, whose
+  store lives in the instances;
+- referee operations per run: the server's own counters (Redis ``INFO
+  commandstats``: every command, those inside scripts too, and the script
+  calls, which are the round trips; PostgreSQL ``pg_stat_database``:
+  transactions, flushed by each session at most once a second, so a window
+  carries up to a second's error per connection);
+- client CPU per run: the instance processes;
+- start delay (the ledger's start time minus the slot), p50 and p99;
+- runs per instance: the busiest against the least busy;
+- twice and missed slots, from the fleet's ledger.
+
+Ratios to N=1 are printed per backend. ``--quick`` is the short case (N = 1
+and 4, 12 s windows) that prints the N=4/N=1 ratios in a minute or two per
+backend. Writes its section of ``benchmarks/results/REPORT.md`` and a chart
+beside it (``fleet-size.png``) unless ``--no-report``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from anarchon_conformance.fleet import Fleet
+from scripts.report import BENCHMARK_INTRO, write_section
+
+from ._machine import machine
+from ._proc import cpu_seconds
+from ._stats import Latency
+from ._target import Target, new_namespace
+from .backends import load
+
+__all__ = ["Point", "measure"]
+
+REPORT = Path(__file__).parent / "results" / "REPORT.md"
+CHART = "fleet-size.png"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One backend at one fleet size."""
+
+    instances: int
+    runs: int
+    twice: int
+    missed: int
+    server_ms_per_run: float
+    client_ms_per_run: float
+    ops_per_run: dict[str, float]
+    delay: Latency
+    per_instance: list[int] = field(default_factory=list)
+
+    @property
+    def spread(self) -> float:
+        """Runs of the busiest instance over those of the least busy (1.0: even)."""
+        if len(self.per_instance) < 2 or min(self.per_instance) == 0:
+            return math.inf if self.per_instance and min(self.per_instance) == 0 else 1.0
+        return max(self.per_instance) / min(self.per_instance)
+
+
+async def _counters(target: Target, ns: str) -> tuple[dict[str, float], float]:
+    return await target.referee_counters(ns), cpu_seconds(await target.server_pids(ns))
+
+
+def measure(target: Target, instances: int, jobs: int, seconds: float) -> Point:
+    """Start ``instances`` processes on a fresh namespace, measure ``seconds`` of steady state, clean up."""
+    ns = new_namespace()
+    spec = target.spec(ns)
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"anarchon-{ns}-size-") as tmp:
+            fleet = Fleet(
+                Path(tmp),
+                backend_class=spec.class_path,
+                backend_kwargs=spec.kwargs,
+                instances=instances,
+                jobs=jobs,
+                options={"jitter_ms": 0, **target.fleet_options},
+                grace_ms=5_000,
+            )
+            with fleet:
+                fleet.start(timeout=180)
+                time.sleep(3)  # past the first slots' start-up work
+                pids = [m.process.pid for m in fleet.members]
+                ops_before, server_before = asyncio.run(_counters(target, ns))
+                client_before = cpu_seconds(pids)
+                since = time.time_ns() // 1_000_000
+                time.sleep(seconds)
+                until = time.time_ns() // 1_000_000
+                ops_after, server_after = asyncio.run(_counters(target, ns))
+                client_after = cpu_seconds(pids)
+                fleet.stop(timeout=60)
+                report = fleet.report(since_ms=since + 1000, until_ms=until - 2000)
+                ledger = fleet.ledger()
+    finally:
+        asyncio.run(target.cleanup(ns))
+    starts = [r for r in ledger if r["e"] == "start" and since <= r["t"] <= until]
+    ran = len(starts) or 1
+    by_instance = Counter(r["instance"] for r in starts)
+    return Point(
+        instances=instances,
+        runs=len(starts),
+        twice=report.duplicates,
+        missed=report.missed,
+        server_ms_per_run=(server_after - server_before) / ran * 1000,
+        client_ms_per_run=(client_after - client_before) / ran * 1000,
+        ops_per_run={k: (ops_after[k] - ops_before.get(k, 0.0)) / ran for k in ops_after},
+        delay=Latency.of([float(r["t"] - r["slot"]) for r in starts]),
+        per_instance=[by_instance.get(m.instance, 0) for m in fleet.members],
+    )
+
+
+def _f(x: float, digits: int = 2) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _page(results: dict[str, list[Point]], args: argparse.Namespace, chart: bool) -> str:
+    info = machine()
+    lines = [
+        "# Referee cost as the fleet grows",
+        "",
+        f"`python -m benchmarks.fleet_size {args.argv}`: N instance processes, {args.jobs} every-second jobs "
+        f"(`jitter_ms=0`), {args.seconds:.0f} s measured per point after the fleet settled.",
+        "",
+        *(f"- {k}: {v}" for k, v in info.items()),
+        "",
+    ]
+    for name, points in results.items():
+        base = points[0]
+        keys = sorted({k for p in points for k in p.ops_per_run})
+        lines += [f"## {name}", ""]
+        header = ["N", "runs", "twice", "missed", "server CPU ms/run", *(f"{k}/run" for k in keys)]
+        header += ["client CPU ms/run", "delay p50 ms", "delay p99 ms", "busiest/least busy"]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for p in points:
+            row = [str(p.instances), str(p.runs), str(p.twice), str(p.missed), _f(p.server_ms_per_run, 3)]
+            row += [_f(p.ops_per_run.get(k, math.nan)) for k in keys]
+            row += [_f(p.client_ms_per_run, 3), _f(p.delay.p50, 0), _f(p.delay.p99, 0), _f(p.spread)]
+            lines.append("| " + " | ".join(row) + " |")
+        if len(points) > 1:
+            last = points[-1]
+            ratios = [f"server CPU {_ratio(last.server_ms_per_run, base.server_ms_per_run)}"]
+            ratios += [
+                f"{k} {_ratio(last.ops_per_run.get(k, math.nan), base.ops_per_run.get(k, math.nan))}" for k in keys
+            ]
+            ratios.append(f"client CPU {_ratio(last.client_ms_per_run, base.client_ms_per_run)}")
+            lines += ["", f"N={last.instances} against N=1, per run: " + ", ".join(ratios) + "."]
+        lines.append("")
+    if chart:
+        lines += [f"![Server CPU per run against fleet size]({CHART})", ""]
+    return "\n".join(lines)
+
+
+def _ratio(a: float, b: float) -> str:
+    return "n/a" if not b or math.isnan(a) or math.isnan(b) else f"{a / b:.2f}x"
+
+
+def _chart(results: dict[str, list[Point]], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, points in results.items():
+        ys = [p.server_ms_per_run if p.server_ms_per_run > 0 else p.client_ms_per_run for p in points]
+        label = name if points[0].server_ms_per_run > 0 else f"{name} (instances' CPU: no server)"
+        ax.plot([p.instances for p in points], ys, marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("instances (N)")
+    ax.set_ylabel("CPU ms per run")
+    ax.set_title("Referee CPU per run as the fleet grows")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fleet_size", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backends", default="sqlite,redis,postgres")
+    parser.add_argument("--sizes", default=None, help="fleet sizes, comma-separated (default 1,2,4,8,16)")
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=None, help="measured window per point (default 30)")
+    parser.add_argument("--quick", action="store_true", help="N=1 and N=4, 12 s each: the ratio in a minute or two")
+    parser.add_argument("--no-report", action="store_true", help="print only; leave REPORT.md alone")
+    args = parser.parse_args(argv)
+    sizes_text = args.sizes or ("1,4" if args.quick else "1,2,4,8,16")
+    try:
+        sizes = [int(s) for s in sizes_text.split(",")]
+    except ValueError:
+        parser.error(f"--sizes={sizes_text!r} must be whole numbers separated by commas, e.g. 1,2,4")
+    if not sizes or min(sizes) < 1:
+        parser.error(f"--sizes={sizes_text!r}: every size must be at least 1, e.g. 1,2,4")
+    args.seconds = args.seconds or (12.0 if args.quick else 30.0)
+    args.argv = " ".join(argv) if argv is not None else " ".join(__import__("sys").argv[1:])
+    results: dict[str, list[Point]] = {}
+    for name in args.backends.split(","):
+        target = load(name)
+        why = asyncio.run(target.unreachable())
+        if why:
+            print(f"{name}: not measured ({why})", flush=True)
+            continue
+        results[name] = []
+        for n in sizes:
+            point = measure(target, n, args.jobs, args.seconds)
+            results[name].append(point)
+            print(
+                f"{name} N={n}: {point.runs} runs, {point.twice} twice, {point.missed} missed, "
+                f"server {point.server_ms_per_run:.3f} ms/run, ops {point.ops_per_run}, "
+                f"client {point.client_ms_per_run:.3f} ms/run, delay p50/p99 {point.delay.p50:.0f}/"
+                f"{point.delay.p99:.0f} ms, per instance {point.per_instance}",
+                flush=True,
+            )
+    drew = not args.no_report and _chart(results, REPORT.parent / CHART)
+    page = _page(results, args, drew)
+    print(page)
+    if not args.no_report:
+        label = "Referee cost as the fleet grows (`python -m benchmarks.fleet_size`)"
+        write_section(REPORT, "fleet-size", label, page, BENCHMARK_INTRO)
+
+
+if __name__ == "__main__":
+    main()
