@@ -99,7 +99,7 @@ run_step() {  # name paths...; the step's exit code and seconds go to $logdir/na
   "${how[@]}" $@ "${EXTRA[@]}" > "$logdir/$name.log" 2>&1 < /dev/null
   rc=$?
   # The CPU the step's processes used (user + system, from `times`: this lane's children), beside its seconds:
-  # on two cores the matrix is bound by CPU, so a step's CPU is what it costs the others.
+  # on two cores the steps share the CPU with the servers, so a step's CPU is what it costs the others.
   # (`times` itself, not in a $(…) subshell, whose children would be none.)
   local cpu
   times > "$logdir/$name.times"
