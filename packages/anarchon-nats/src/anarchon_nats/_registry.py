@@ -66,6 +66,8 @@ class RegistryMixin:
     #: The bucket once opened (reset by close()), and the head each instance registered, put again to keep it.
     _kv: KeyValue | None
     _heads: dict[str, str]
+    #: Each instance's newest head read so far, and when the server stored it (ms): see :meth:`registered`.
+    _read_heads: dict[str, tuple[str, int]]
 
     @property
     def _bucket(self) -> str:
@@ -113,6 +115,7 @@ class RegistryMixin:
 
     async def unregister(self, instance: str) -> None:
         self._heads.pop(instance, None)
+        self._read_heads.pop(instance, None)
         kv = await self._bucket_kv(create=False)
         if kv is None:
             return
@@ -125,16 +128,29 @@ class RegistryMixin:
         if kv is None:
             return []
         now = time.time_ns() // 1_000_000
+        heads, gone = await self._last_heads()
+        # A read that missed a head (an earlier form of this read did under load) does not make
+        # that instance gone: a head read before stays live until its put is REGISTRY_TTL_MS old,
+        # unless this read saw its removal.
+        for instance in gone:
+            self._read_heads.pop(instance, None)
+        for instance, (head, put_ms) in heads.items():
+            if put_ms >= self._read_heads.get(instance, ("", 0))[1]:
+                self._read_heads[instance] = (head, put_ms)
         live: list[tuple[str, str, int | None]] = []
-        for instance, (head, put_ms) in (await self._last_heads()).items():
+        for instance, (head, put_ms) in list(self._read_heads.items()):
             if put_ms < now - RETAIN_DEAD_MS:
                 await self.unregister(instance)  # long dead: its entry goes
-            elif put_ms >= now - REGISTRY_TTL_MS:
+            if put_ms < now - REGISTRY_TTL_MS:
+                self._read_heads.pop(instance, None)
+            else:
                 live.append((instance, head, put_ms))
         return sorted(live)
 
-    async def _last_heads(self) -> dict[str, tuple[str, int]]:
-        """The last head of each instance and when the server stored it (ms), by one ordered consumer.
+    async def _last_heads(self) -> tuple[dict[str, tuple[str, int]], set[str]]:
+        """The last head of each instance and when the server stored it (ms), and the instances removed.
+
+        One ordered consumer.
 
         Not ``KeyValue.watch``: its end-of-snapshot marker is decided by the client's count of
         messages it has *processed*, so a head already on the wire but not yet processed made it
@@ -156,10 +172,11 @@ class RegistryMixin:
             deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
         )
         heads: dict[str, tuple[str, int]] = {}
+        gone: set[str] = set()
         try:
             info = await sub.consumer_info()
             if info.num_pending == 0 and (info.delivered is None or not info.delivered.stream_seq):
-                return heads
+                return heads, gone
             # Bounded as a whole: while other instances put their heads again every second, the
             # message with nothing pending after it can keep being put off. Every live head is put
             # at least once a second, so what arrived by the deadline holds each of them.
@@ -174,13 +191,15 @@ class RegistryMixin:
                 if instance is not None:
                     if msg.headers and msg.headers.get("KV-Operation") in ("DEL", "PURGE"):
                         heads.pop(instance, None)
+                        gone.add(instance)
                     else:
                         heads[instance] = (msg.data.decode(errors="replace"), int(meta.timestamp.timestamp() * 1000))
+                        gone.discard(instance)
                 if meta.num_pending == 0:
                     break
         finally:
             await sub.unsubscribe()
-        return heads
+        return heads, gone
 
     async def registered_jobs(self, instances: Sequence[str]) -> dict[str, str]:
         kv = await self._bucket_kv(create=False)

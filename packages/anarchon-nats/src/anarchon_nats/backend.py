@@ -137,7 +137,7 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, NotifyMixin, A
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._kv = None
-        self._heads = {}
+        self._heads, self._read_heads = {}, {}
         self._per_subject = 0
         self._needed = self.history_size
         self._requests = Requests()
