@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -72,9 +73,10 @@ class Point:
     @property
     def spread(self) -> float:
         """Runs of the busiest instance over those of the least busy (1.0: even)."""
-        if len(self.per_instance) < 2 or min(self.per_instance) == 0:
-            return math.inf if self.per_instance and min(self.per_instance) == 0 else 1.0
-        return max(self.per_instance) / min(self.per_instance)
+        if not self.per_instance:
+            return 1.0
+        low = min(self.per_instance)
+        return max(self.per_instance) / low if low else math.inf
 
 
 async def _counters(target: Target, ns: str) -> tuple[dict[str, float], float]:
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     if not sizes or min(sizes) < 1:
         parser.error(f"--sizes={sizes_text!r}: every size must be at least 1, e.g. 1,2,4")
     args.seconds = args.seconds or (12.0 if args.quick else 30.0)
-    args.argv = " ".join(argv) if argv is not None else " ".join(__import__("sys").argv[1:])
+    args.argv = " ".join(sys.argv[1:] if argv is None else argv)
     results: dict[str, list[Point]] = {}
     for name in args.backends.split(","):
         target = load(name)

@@ -139,12 +139,12 @@ class RegistryMixin:
                 self._read_heads[instance] = (head, put_ms)
         live: list[tuple[str, str, int | None]] = []
         for instance, (head, put_ms) in list(self._read_heads.items()):
+            if put_ms >= now - REGISTRY_TTL_MS:
+                live.append((instance, head, put_ms))
+                continue
+            self._read_heads.pop(instance)
             if put_ms < now - RETAIN_DEAD_MS:
                 await self.unregister(instance)  # long dead: its entry goes
-            if put_ms < now - REGISTRY_TTL_MS:
-                self._read_heads.pop(instance, None)
-            else:
-                live.append((instance, head, put_ms))
         return sorted(live)
 
     async def _last_heads(self) -> tuple[dict[str, tuple[str, int]], set[str]]:
