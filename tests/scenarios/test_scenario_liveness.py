@@ -14,9 +14,13 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from anarchon import MemoryBackend, MemoryStore, RunContext, RunStatus, Scheduler, hookimpl
+from anarchon import MemoryBackend, MemoryStore, Run, RunContext, RunStatus, Scheduler, hookimpl
+from anarchon.backend import Grant
 from anarchon.heartbeat import Heartbeat
 from anarchon.liveness import LIVENESS_TTL_MS
+
+#: For the tests that run a job by hand: no scheduled slot of it comes during the test.
+YEARLY = "0 0 0 1 1 *"
 
 
 async def _until(check: object, timeout_s: float, what: str) -> None:
@@ -152,9 +156,9 @@ async def test_runs_given_up_in_a_lapse_are_handed_over_once_beats_come_back() -
             await asyncio.sleep(30)
 
     a = Scheduler(MemoryBackend(store), instance_id="a")
-    a.add("slow", "*/30 * * * * *", slow, jitter_ms=0, catch_up_ms=0)
+    a.add("slow", YEARLY, slow, jitter_ms=0, catch_up_ms=0)
     await a.start()
-    # Run the job now on the fleet's behalf, as a scheduled slot would be (the next may be 30 s away).
+    # Run the job now on the fleet's behalf, as a scheduled slot would be.
     runner = asyncio.ensure_future(a.run_now("slow"))
     await _until(lambda: attempts, 3, "the run to start")
     heartbeat = a._heartbeat
@@ -165,6 +169,59 @@ async def test_runs_given_up_in_a_lapse_are_handed_over_once_beats_come_back() -
     await _until(lambda: len(attempts) >= 2, 5, "the hand-over and take-over of the given-up run")
     assert attempts[1] == (attempts[0][0], 1), f"not the same run taken over as the same attempt: {attempts}"
     await a.stop(grace_ms=500)
+
+
+class _CutOff(MemoryBackend):
+    """The calls named in ``cut`` fail, as on a referee the instance cannot reach; ``failed`` counts them."""
+
+    def __init__(self, store: MemoryStore, *cut: str) -> None:
+        super().__init__(store)
+        self.cut = set(cut)
+        self.failed: Counter[str] = Counter()
+
+    def _call(self, name: str) -> None:
+        if name in self.cut:
+            self.failed[name] += 1
+            raise ConnectionError("the referee is unreachable")
+
+    async def finish(self, grant: Grant, run: Run) -> bool:
+        self._call("finish")
+        return await super().finish(grant, run)
+
+    async def hand_over(self, grant: Grant) -> bool:
+        self._call("hand_over")
+        return await super().hand_over(grant)
+
+
+@pytest.mark.asyncio
+async def test_a_run_that_returned_before_a_lapse_is_recorded_once_the_referee_answers() -> None:
+    """Issue 36 (Sentinel failover, 1 slot twice): its record failed, the lapse lost the lease locally,
+    the runner gave the record up and handed the run over, and the take-over ran the slot again."""
+    store = MemoryStore()
+    backend = _CutOff(store, "finish")
+    attempts: list[tuple[int, int]] = []
+
+    async def quick(ctx: RunContext) -> None:
+        attempts.append((ctx.slot_ms, ctx.attempt))
+
+    a = Scheduler(backend, instance_id="a")
+    a.add("quick", YEARLY, quick, jitter_ms=0, catch_up_ms=0)
+    await a.start()
+    runner = asyncio.ensure_future(a.run_now("quick"))
+    await _until(lambda: attempts, 3, "the run")
+    heartbeat = a._heartbeat
+    assert heartbeat is not None
+    await heartbeat.stop(leave=False)  # the store is cut off: no beats either
+    active = a._runner.active
+    await _until(lambda: all(r.context.lease_lost for r in active.values()), LIVENESS_TTL_MS / 1000 + 2, "the lapse")
+    assert active and not runner.done(), "the record was given up at the lapse"
+    assert await heartbeat.start(5)
+    backend.cut.clear()
+    await asyncio.wait_for(runner, 5)
+    (record,) = [r for r in await a.history("quick", limit=5) if r.slot_ms == attempts[0][0]]
+    await a.stop(grace_ms=500)
+    assert (record.status, record.attempt, record.instance) == (RunStatus.SUCCEEDED, 1, "a")
+    assert attempts == [(record.slot_ms, 1)], "the run was taken over and run again"
 
 
 def test_liveness_is_a_bool() -> None:
@@ -231,3 +288,33 @@ async def test_claims_resume_soon_after_a_long_lapse_ends() -> None:
     await _until(lambda: len(starts) > during, 15, "claiming to resume after the heartbeat came back")
     await a.stop(grace_ms=500)
     assert starts[during] - back <= 1.5, f"the first run came {starts[during] - back:.1f} s after beats were back"
+
+
+@pytest.mark.asyncio
+async def test_a_hand_over_that_fails_after_a_lapse_is_tried_again_until_it_goes_through() -> None:
+    """Issue 36 (PostgreSQL at max_connections, 6 slots missed): the one hand-over after the lapse
+    failed, the run waited out its 30 s lease, and its job's slots were skipped for it meanwhile."""
+    store = MemoryStore()
+    backend = _CutOff(store, "hand_over")
+    attempts: list[tuple[int, int]] = []
+
+    async def slow(ctx: RunContext) -> None:
+        attempts.append((ctx.slot_ms, ctx.attempt))
+        if len(attempts) == 1:
+            await asyncio.sleep(30)
+
+    a = Scheduler(backend, instance_id="a")
+    a.add("slow", YEARLY, slow, jitter_ms=0, catch_up_ms=0)
+    await a.start()
+    runner = asyncio.ensure_future(a.run_now("slow"))
+    await _until(lambda: attempts, 3, "the run to start")
+    heartbeat = a._heartbeat
+    assert heartbeat is not None
+    await heartbeat.stop(leave=False)
+    await _until(lambda: runner.done(), LIVENESS_TTL_MS / 1000 + 2, "the lapse to stop the run")
+    assert await heartbeat.start(5)  # beats come back; the hand-over still fails, as on a store short of connections
+    await _until(lambda: backend.failed["hand_over"] >= 2, 5, "a hand-over tried after the lapse")
+    backend.cut.clear()
+    await _until(lambda: len(attempts) >= 2, 5, "the hand-over tried again and the run taken over")
+    await a.stop(grace_ms=500)
+    assert attempts[1] == (attempts[0][0], 1), f"not the same run taken over as the same attempt: {attempts}"

@@ -372,13 +372,6 @@ async def test_after_a_switch_over_claims_go_to_the_new_primary_and_a_replicated
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect (issue 36), seen in 2 of 4 CI runs on 2026-12-06 under load: a run that ends while the "
-    "primary is down gives up its finish once its lease is lost locally, and a take-over runs the slot again "
-    "(1 slot twice); once the jobs did not run within 15 s of the old primary rejoining. Runs on every CI; "
-    "a pass shows as XPASS.",
-)
 async def test_a_fleet_runs_no_slot_twice_across_a_sentinel_failover(sentinels: SentinelSet) -> None:
     """Three schedulers, default options; the primary is killed and Sentinel promotes the replica."""
     prefix = f"t:sent-fleet:{uuid.uuid4().hex[:8]}:"

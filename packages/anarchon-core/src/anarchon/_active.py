@@ -64,6 +64,9 @@ class ActiveRun:
     cancels: int = 0
     timed_out: bool = False
     cancelled_by_stop: bool = False
+    #: The job function has given its final result and the run's record is being written. Such a
+    #: run is never handed over: recorded, it is not run again; its token fences a take-over.
+    finishing: bool = False
     #: Set when the job function returned (a later attempt of this run waits for it).
     returned: Flag = dataclasses.field(default_factory=Flag)
     #: Set when the run's bookkeeping is done too (stop() waits for it).

@@ -45,11 +45,15 @@ def held_until(sent: float, lease_ms: int) -> float:
 
 
 def lose_lease(active: ActiveRun, why: str, observers: Observers) -> None:
+    """Presume the run's lease lost: stop its job; a run whose job already returned keeps writing its record."""
     log.warning(
-        "job %s, slot %s: %s; stopping this run",
+        "job %s, slot %s: %s; %s",
         active.job.name,
         active.context.slot,
         why,
+        "the job has returned, so its record is still written (a take-over's token refuses it)"
+        if active.finishing
+        else "stopping this run",
         extra={"job": active.job.name, "slot_ms": active.context.slot_ms, "attempt": active.context.attempt},
     )
     active.context.lease_lost = True

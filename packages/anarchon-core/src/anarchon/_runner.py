@@ -1,9 +1,11 @@
 """Running one granted slot to its end: context, lease watch, the call, the record.
 
 The executor owns the table of runs in progress (:class:`ActiveRuns`). A run
-is handed to the lease keeper while it holds a lease, its record is written
-with retries while the lease holds (so a success is never run again), and on
-``stop()`` a run of a job with ``hand_over`` is released to a backup.
+is handed to the lease keeper while it holds a lease; once its job returned,
+its record is written with retries until the backend answers, even past a
+lease lost meanwhile (so a success is never run again: the run's token makes
+the backend refuse the record after a take-over); and on ``stop()`` a run of a
+job with ``hand_over`` is released to a backup.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ log = logging.getLogger("anarchon.runs")
 
 #: Back-off after a failed write of a run's record, doubling up to 2 s.
 FINISH_BACKOFF_S = 0.2
+#: The back-off's bound once the lease is lost: the record must reach a recovered backend before
+#: the fleet, which may take the run over as soon as it sees this instance's heartbeat expired.
+FINISH_BACKOFF_LOST_S = 0.5
 #: Tries to write a record on a claim backend, which has no lease to bound them.
 CLAIM_FINISH_TRIES = 5
 #: After the grace and the cancel, how long stop() still waits for runs that ignore cancellation.
@@ -83,6 +88,8 @@ class RunExecutor:
         self.heartbeat: Heartbeat | None = None
         self.invoker = JobInvoker(self.runlog)
         self._stopping = False
+        #: stop() ended the grace: records still unwritten are given up.
+        self._forced = False
         revives = self._leases is not None and backend.capabilities.revive
         self._reviver = (
             Reviver(self._leases, clock, instance_id, health, lambda: self._stopping)
@@ -160,13 +167,16 @@ class RunExecutor:
         recorded: str | None = None
         try:
             status, error = await invoke_with_retries(self.invoker, job, active)
+            # Read before any await: a lease lost from here on leaves the result standing (lose_lease).
+            cut_short = ctx.lease_lost
+            active.finishing = True
             # Other runs due now start before this one's record is written.
             await asyncio.sleep(0)
             stopped = status is RunStatus.CANCELLED and active.cancelled_by_stop
             if stopped and job.options.hand_over and self._leases is not None:
                 await self._hand_over(self._leases, active)
                 return None
-            if ctx.lease_lost and not active.cancelled_by_stop:
+            if cut_short and not active.cancelled_by_stop:
                 self._observers.claim_lost(job, grant.slot_ms, "stale")
                 return None
             finished_ms = self._clock.now_ms()
@@ -183,7 +193,14 @@ class RunExecutor:
             self._observers.run_ended(job, ctx, recorded)
 
     async def _finish(self, active: ActiveRun, run: Run) -> bool:
-        """Record the run; keep trying while the lease holds, so a success is not run again."""
+        """Record the run; keep trying until the backend answers, so a success is not run again.
+
+        A lease lost meanwhile (the backend unreachable past it, a heartbeat lapse) does not end
+        the tries: the backend refuses the record only once another instance took the run over
+        (its token), and until then a recorded run is one the fleet does not run again. Measured
+        across a Sentinel failover, giving up at the local lease loss ran such slots twice. The
+        tries end at a forced stop; on a claim backend after ``CLAIM_FINISH_TRIES``.
+        """
         delay = FINISH_BACKOFF_S
         lease = self._leases is not None
         attempts = 0
@@ -193,11 +210,11 @@ class RunExecutor:
             except Exception as exc:
                 self._health.failed("finish", exc)
                 attempts += 1
-                if (lease and active.context.lease_lost) or (not lease and attempts >= CLAIM_FINISH_TRIES):
+                if (lease and self._forced) or (not lease and attempts >= CLAIM_FINISH_TRIES):
                     log.error("job %s, slot %s: could not record the run: %s", run.job, run.slot, error_text(exc))
                     return False
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                delay = min(delay * 2, FINISH_BACKOFF_LOST_S if active.context.lease_lost else 2.0)
                 continue
             self._health.ok()
             if not ok:
@@ -221,6 +238,7 @@ class RunExecutor:
     def cancel_all(self) -> None:
         """Cancel every job now (a forced stop), as the end of the grace would."""
         self._stopping = True
+        self._forced = True
         for active in list(self.active.values()):
             if active.cancel_job():
                 active.cancelled_by_stop = True

@@ -122,10 +122,13 @@ class Heartbeat:
         Once beats are acknowledged again, those runs are handed over: nobody
         else may have seen the record expired (a store that was down for
         everyone), and without it they would wait out their lease, their
-        job's next slots skipped for overlap meanwhile.
+        job's next slots skipped for overlap meanwhile. A hand-over that fails
+        (a store still short of connections) is tried again each period until
+        the run's lease has run out anyway. A run whose job already returned is
+        not handed over: its record is still being written (``finishing``).
         """
         seen = self._state[1]
-        given_up: list[Grant] = []
+        given_up: list[tuple[Grant, float]] = []  # with the monotonic time its lease has run out by
         reported = False  # this lapse told to BackendHealth (once: observers count failed calls)
         while not stopping():
             deadline, revived = self._state
@@ -133,8 +136,7 @@ class Heartbeat:
             if now <= deadline and revived == seen:
                 reported = False
                 if given_up:
-                    grants, given_up = given_up, []
-                    await self._hand_over(backend, grants, health)
+                    given_up = await self._hand_over(backend, given_up, health)
                 # Wake at the deadline at the latest: a beat acknowledged meanwhile moves it on.
                 await asyncio.sleep(min(deadline - now, self._period) + 0.001)
                 continue
@@ -143,12 +145,12 @@ class Heartbeat:
             for run in list(active.values()):
                 if not run.context.lease_lost and not self.held(run.sent):
                     lose_lease(run, "this instance's heartbeat lapsed, so the fleet may take the run over", observers)
-                    lapsed.append(run.grant)
+                    if not run.finishing:
+                        lapsed.append((run.grant, run.lease_deadline + run.grant.lease_ms / 1000))
             if lapsed:
                 # Over the backend's own connection, now: if it answers, the fleet (or this instance
                 # once it beats again) takes the runs over at once, not at their lease (model finding).
-                given_up += lapsed
-                await self._hand_over(backend, lapsed, health)
+                given_up += await self._hand_over(backend, lapsed, health)
             if time.monotonic() > self._state[0]:
                 # Claim nothing and take nothing over until a beat is acknowledged: every grant would
                 # be handed straight back (model finding: an endless claim, hand-over, take-over loop).
@@ -158,13 +160,20 @@ class Heartbeat:
                 await asyncio.sleep(self._period)
 
     @staticmethod
-    async def _hand_over(backend: LeaseBackend, grants: list[Grant], health: BackendHealth) -> None:
+    async def _hand_over(
+        backend: LeaseBackend, grants: list[tuple[Grant, float]], health: BackendHealth
+    ) -> list[tuple[Grant, float]]:
+        """Hand the runs over; the ones whose hand-over failed and whose lease may still hold, to try again."""
         # Fenced by each grant's token: a run the fleet took over meanwhile answers False, unchanged.
-        for grant in grants:
+        failed = []
+        for grant, lease_end in grants:
             try:
                 await backend.hand_over(grant)
-            except Exception as exc:  # its lease then bounds it, as before
+            except Exception as exc:
                 health.failed("hand_over", exc)
+                if time.monotonic() < lease_end:  # past it, the lease frees the run anyway
+                    failed.append((grant, lease_end))
+        return failed
 
     # -- the thread's side -----------------------------------------------------
 
