@@ -13,7 +13,7 @@ docstring and ``docs/protocol.md``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from .errors import UnsupportedOperationError
@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from .claims import Claim, ClaimResult
     from .control import PauseState, RunRequest
 
-__all__ = ["AuditContract", "OptionalPart", "RegistryContract", "SchedulesContract", "SteeringContract"]
+__all__ = [
+    "AuditContract",
+    "DecidedContract",
+    "OptionalPart",
+    "RegistryContract",
+    "SchedulesContract",
+    "SteeringContract",
+]
 
 
 class OptionalPart:
@@ -208,3 +215,21 @@ class AuditContract(OptionalPart):
         id read), and only entries appended for ``job`` when it is given.
         """
         raise self._unsupported("audit_entries()", "audit")
+
+
+class DecidedContract(OptionalPart):
+    """Decided slots told to the fleet: ``capabilities.decided_notify`` (see :mod:`anarchon._rank`)."""
+
+    async def watch_decided(self, heard: Callable[[Sequence[tuple[str, int]]], None]) -> None:
+        """Call ``heard`` with ``(job, slot_ms)`` of scheduled slots decided by a claim, until cancelled.
+
+        A claim that wrote a scheduled slot's record (won, or skipped for overlap)
+        tells every instance watching the namespace, in the claim's own atomic step
+        or its commit; manual, catch-up and backfill grants need not be told. Best
+        effort, and that is all the scheduler needs: a notice lost (a connection
+        dropped, a subscriber that joined late) costs one claim that the referee
+        answers lost, never a run. So this never raises for a lost connection: it
+        subscribes again (at most every few seconds) and returns only when
+        cancelled. It subscribes on a connection of its own, made by this call.
+        """
+        raise self._unsupported("watch_decided()", "decided_notify")

@@ -1,7 +1,8 @@
 """The slot timer: one heap of due claims for every job, however many jobs there are.
 
 A job costs a heap entry, not a sleeping task. Each entry is the time its
-claim is due (the slot plus this instance's jitter) and the slot; taking an
+claim is due (the slot plus this instance's delay: by its rank for the slot,
+or the jitter; see :mod:`anarchon._rank`) and the slot; taking an
 entry off schedules the job's next one. The timer hands the slots that come
 due together (within ``COALESCE_MS``) to one callback, which claims them in
 one backend call.
@@ -13,12 +14,12 @@ import asyncio
 import contextlib
 import heapq
 import logging
-import random
 from collections.abc import Callable
 from typing import NamedTuple
 
 from ._collector import CollectionDeferred
 from ._health import BackendHealth
+from ._rank import jittered
 from ._registry import JobRegistry
 from .clock import Clock
 from .job import Job
@@ -53,6 +54,7 @@ class SlotTimer:
         *,
         lease: bool,
         on_due: Callable[[list[tuple[Job, int, int]]], None],
+        delay: Callable[[Job, int], int] = jittered,
     ) -> None:
         self._registry = registry
         self._clock = clock
@@ -60,6 +62,7 @@ class SlotTimer:
         self._observers = observers
         self._lease = lease
         self._on_due = on_due
+        self._delay = delay
         self._heap: list[Due] = []
         self._seq = 0
         #: Per job, the newest slot a catch-up claimed; the timer must not claim it (or older) again.
@@ -75,13 +78,12 @@ class SlotTimer:
         return self._heap[0].at_ms if self._heap else None
 
     def schedule(self, job: Job, after_ms: int) -> None:
-        """Queue the job's first slot after ``after_ms``, with a fresh jitter."""
+        """Queue the job's first slot after ``after_ms``, due after this instance's delay for it."""
         slot = job.next_slot_ms(after_ms)
         if slot is None:  # an @at that has passed: nothing more to claim
             return
-        jitter = random.randrange(job.options.jitter_ms) if job.options.jitter_ms else 0
         self._seq += 1
-        heapq.heappush(self._heap, Due(slot + jitter, self._seq, job.name, slot, self._registry.generation(job.name)))
+        heapq.heappush(self._heap, Due(slot + self._delay(job, slot), self._seq, job.name, slot, self._registry.generation(job.name)))
 
     def wake(self) -> None:
         """Look at the heap again now (a job was added while running)."""
@@ -129,7 +131,7 @@ class SlotTimer:
     def _pop_due(self, now: int) -> list[tuple[Job, int, int]]:
         """Take the slots due now (and those within ``COALESCE_MS``) off the heap, scheduling each job's next.
 
-        Each is ``(job, slot_ms, due_ms)``: ``due_ms`` is when its claim was due, the slot plus jitter.
+        Each is ``(job, slot_ms, due_ms)``: ``due_ms`` is when its claim was due, the slot plus the delay.
         """
         due: list[tuple[Job, int, int]] = []
         heap = self._heap

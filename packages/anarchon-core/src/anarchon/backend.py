@@ -142,6 +142,12 @@ The audit trail (optional, ``capabilities.audit``; see :mod:`anarchon.audit`):
     * :meth:`~Backend.audit_entries` reads them newest first, a page at a
       time (``before_id``), of one job when asked.
 
+Decided slots (optional, ``capabilities.decided_notify``; see :mod:`anarchon._rank`):
+
+    * A claim that writes a scheduled slot's record tells the namespace's
+      watchers, and :meth:`~Backend.watch_decided` hears it, best effort: a
+      later-ranked instance sends no claim for a slot it heard decided.
+
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
 recover its connection by itself on a later call.
@@ -161,7 +167,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ._contract import AuditContract, RegistryContract, SchedulesContract, SteeringContract
+from ._contract import AuditContract, DecidedContract, RegistryContract, SchedulesContract, SteeringContract
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome, fencing_floor, next_fencing
 from .errortext import ERROR_TEXT_LIMIT, clean_text, error_text
@@ -194,7 +200,7 @@ __all__ = [
 ]
 
 
-class Backend(SteeringContract, RegistryContract, SchedulesContract, AuditContract, abc.ABC):
+class Backend(SteeringContract, RegistryContract, SchedulesContract, AuditContract, DecidedContract, abc.ABC):
     """Base class of every backend.
 
     Subclasses set the class attributes, implement the abstract methods, and,
@@ -226,6 +232,11 @@ class Backend(SteeringContract, RegistryContract, SchedulesContract, AuditContra
             raise TypeError(
                 f"{cls.__name__}: capabilities.schedule_notify=True needs schedules=True and an override of "
                 "wait_schedules() that the store's notification ends; implement it or set schedule_notify=False"
+            )
+        if caps.decided_notify and cls.watch_decided is Backend.watch_decided:
+            raise TypeError(
+                f"{cls.__name__}: capabilities.decided_notify=True needs an override of watch_decided(); "
+                "implement it or set decided_notify=False"
             )
 
     #: Short name used by ``anarchon backends`` and in error messages.

@@ -58,6 +58,10 @@ class Capabilities:
     #: attempt it replaces in the record's ``earlier`` (:class:`~anarchon.run.Attempt`), so history
     #: shows the attempt that died beside the one that ran.
     attempts: bool = False
+    #: The store tells every instance of the scheduled slots a claim decided (Redis ``PUBLISH``,
+    #: PostgreSQL ``NOTIFY``; :meth:`Backend.watch_decided`): ranked claims (:mod:`anarchon._rank`)
+    #: then send no claim for a slot already decided, so the referee's work stays flat in fleet size.
+    decided_notify: bool = False
 
     @property
     def kind(self) -> str:

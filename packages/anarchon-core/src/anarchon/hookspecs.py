@@ -178,9 +178,11 @@ def anarchon_slots_not_run(
 def anarchon_claim_lost(scheduler: Scheduler, job: Job, slot_ms: int, reason: str) -> None:
     """This instance did not get, or no longer owns, a run.
 
-    :param reason: ``"lost"`` (another instance won), ``"unknown"`` (the answer
-        was lost; the slot is not run here), or ``"stale"`` (this instance's
-        lease was taken over or could not be renewed in time).
+    :param reason: ``"lost"`` (another instance won), ``"decided"`` (another
+        instance won and the backend said so before this one claimed: no claim
+        was sent; see ranked claims in ``docs/protocol.md``), ``"unknown"`` (the
+        answer was lost; the slot is not run here), or ``"stale"`` (this
+        instance's lease was taken over or could not be renewed in time).
     """
 
 

@@ -19,6 +19,7 @@ from ._memory_audit import AuditMixin, MemoryAudit
 from ._memory_book import Book as _Book
 from ._memory_book import Record as _Record
 from ._memory_control import ControlMixin, MemoryControl
+from ._memory_decided import MemoryDecided
 from ._memory_fleet import MemoryFleet, RegistryMixin
 from ._memory_schedules import MemorySchedules, SchedulesMixin
 from .backend import Capabilities, Claim, ClaimResult, Finding, Grant, LeaseBackend, Outcome, next_fencing
@@ -57,6 +58,8 @@ class MemoryStore:
         self.schedules = MemorySchedules(self)
         #: The audit trail, under the same lock (``_memory_audit``).
         self.audit = MemoryAudit(self)
+        #: Watchers of decided slots (``_memory_decided``).
+        self.decided = MemoryDecided()
 
     def _book(self, job: str) -> _Book:
         book = self._books.get(job)
@@ -345,6 +348,7 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, Lea
         guarantees=True,
         audit=True,
         attempts=True,
+        decided_notify=True,
     )
     store: MemoryStore
 
@@ -365,7 +369,15 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, Lea
         pass
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
-        return [self.store.claim(c) for c in claims]
+        results = [self.store.claim(c) for c in claims]
+        told = (Outcome.WON, Outcome.SKIPPED)
+        self.store.decided.tell(
+            [(c.job, c.slot_ms) for c, r in zip(claims, results, strict=True) if not c.manual and r.outcome in told]
+        )
+        return results
+
+    async def watch_decided(self, heard: Callable[[Sequence[tuple[str, int]]], None]) -> None:
+        await self.store.decided.watch(heard)
 
     async def backfill(self, claims: Sequence[Claim]) -> list[ClaimResult]:
         return [self.store.backfill(c) for c in claims]

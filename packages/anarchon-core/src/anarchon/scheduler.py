@@ -36,6 +36,7 @@ from ._health import BackendHealth, error_text
 from ._identity import check_instance_id, default_instance_id
 from ._keeper import LeaseKeeper
 from ._pausegate import PauseGate
+from ._rank import Ranker
 from ._reading import Reading
 from ._recovery import Recovery
 from ._registry import JobRegistry
@@ -161,14 +162,11 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
             is_code_job=lambda name: name in registry and not registry.is_stored(name),
             fleet=lambda: self._fleetwatch.fleet, stopping=self._is_stopping,
         )  # fmt: skip
+        self._ranker = Ranker(instance, lambda: self._fleetwatch.fleet, observers)
         self._timer = SlotTimer(
-            self._registry,
-            clock,
-            self._health,
-            self._observers,
-            lease=leases is not None,
-            on_due=self._on_due,
-        )
+            self._registry, clock, self._health, observers, lease=leases is not None, on_due=self._on_due,
+            delay=self._ranker.delay_ms,
+        )  # fmt: skip
         self._heartbeat: Heartbeat | None = None
         self._control = ControlLoop(
             backend, self._gate, self._registry, self._health, self._tasks, self._batcher, instance, clock,
@@ -195,9 +193,8 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
         )
 
     def _on_due(self, due: list[tuple[Job, int, int]]) -> None:
-        """Slots came due: claim those of jobs whose definition here is the one that runs."""
-        runs = self._fleetwatch.runs
-        self._batcher.submit_due([d for d in due if runs(d[0].name)])
+        """Slots came due: claim those of jobs whose definition here runs, unless heard decided (anarchon._rank)."""
+        self._batcher.submit_due(self._ranker.undecided(due, self._fleetwatch.runs))
 
     def _is_stopping(self) -> bool:
         return self._stopping
@@ -405,6 +402,7 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
         self._timer.start(jobs, start_ms)
         self._ready = True
         self._tasks.spawn(self._timer.run())
+        self._tasks.spawn(self._ranker.watch(self.backend, self._is_stopping))
         if self._recovery is not None:
             self._tasks.spawn(self._recovery.take_over_loop())
         self._tasks.spawn(

@@ -1,0 +1,146 @@
+"""Ranked claims (issue 37): who tries a slot first, how late the others try, and the slots heard decided.
+
+The ranker alone on a fleet view built here, then whole schedulers on one
+memory store: one claim per slot where every instance used to send one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+import pytest
+
+from anarchon import Claim, ClaimResult, MemoryBackend, MemoryStore, RunContext, Scheduler, hookimpl
+from anarchon._rank import RANK_BACKUPS, RANK_STEP_MS, Ranker
+from anarchon.fleet import Fleet, InstanceInfo, JobDefinition
+from anarchon.job import Job
+from anarchon.observers import Observers
+from anarchon.plugins import PluginManager
+from anarchon_conformance import make_job
+
+EVERY_SECOND = "* * * * * *"
+
+
+def every_second(name: str, **options: object) -> Job:
+    return make_job(MemoryBackend(), name, EVERY_SECOND, **options)
+
+
+MEMBERS = ("pod-a", "pod-b", "pod-c", "pod-d")
+
+
+def view(members: Sequence[str], jobs: Sequence[Job]) -> Fleet:
+    heads = tuple(InstanceInfo(m, "host", 1, "1", 0, len(jobs), "fp") for m in members)
+    definitions = {m: {j.name: JobDefinition.of(j) for j in jobs} for m in members}
+    return Fleet(heads, definitions)
+
+
+def rankers(members: Sequence[str], jobs: Sequence[Job]) -> dict[str, Ranker]:
+    fleet = view(members, jobs)
+    observers = Observers(PluginManager(), None)  # type: ignore[arg-type]
+    return {m: Ranker(m, lambda: fleet, observers) for m in members}
+
+
+def test_each_slot_has_one_first_claimer_and_first_claims_spread_evenly() -> None:
+    job = every_second("tick")  # jitter fitted to 250 ms: a step of 83 ms
+    step = min(RANK_STEP_MS, job.options.jitter_ms // (RANK_BACKUPS + 1))
+    by = rankers(MEMBERS, [job])
+    first: Counter[str] = Counter()
+    for n in range(4000):
+        slot = 1_790_000_000_000 + n * 1000
+        delays = sorted((r.delay_ms(job, slot), m) for m, r in by.items())
+        # Ranks 0, 1, 2 once each, the rest one step after the last backup.
+        assert [d for d, _ in delays] == [0, step, 2 * step, 3 * step], delays
+        first[delays[0][1]] += 1
+    assert set(first) == set(MEMBERS)
+    assert max(first.values()) / min(first.values()) < 1.15, first
+
+
+def test_an_instance_alone_or_with_no_jitter_keeps_the_jitter() -> None:
+    job = every_second("tick")
+    (alone,) = rankers(["pod-a"], [job]).values()
+    delays = {alone.delay_ms(job, 1_790_000_000_000 + n * 1000) for n in range(200)}
+    assert len(delays) > 50 and all(0 <= d < job.options.jitter_ms for d in delays), "not the jitter"
+    exact = every_second("tick", jitter_ms=0)
+    assert {r.delay_ms(exact, 1_790_000_000_000) for r in rankers(MEMBERS, [exact]).values()} == {0}
+
+
+def test_a_job_only_some_instances_define_is_ranked_among_them() -> None:
+    mine, other = every_second("mine"), every_second("other")
+    fleet = Fleet(
+        tuple(InstanceInfo(m, "host", 1, "1", 0, 1, "fp") for m in ("pod-a", "pod-b", "pod-c")),
+        {"pod-a": {"mine": JobDefinition.of(mine)}, "pod-b": {"mine": JobDefinition.of(mine)},
+         "pod-c": {"other": JobDefinition.of(other)}},
+    )  # fmt: skip
+    ranker = Ranker("pod-a", lambda: fleet, Observers(PluginManager(), None))  # type: ignore[arg-type]
+    step = mine.options.jitter_ms // (RANK_BACKUPS + 1)
+    assert {ranker.delay_ms(mine, 1_790_000_000_000 + n * 1000) for n in range(100)} == {0, step}
+
+
+def test_a_slot_heard_decided_is_not_claimed_and_counts_as_decided() -> None:
+    lost: list[tuple[str, int, str]] = []
+
+    class Lost:
+        @hookimpl
+        def anarchon_claim_lost(self, job: Job, slot_ms: int, reason: str) -> None:
+            lost.append((job.name, slot_ms, reason))
+
+    plugins = PluginManager()
+    plugins.register(Lost())
+    job = every_second("tick")
+    ranker = Ranker("pod-a", lambda: view(MEMBERS, [job]), Observers(plugins, None))  # type: ignore[arg-type]
+    ranker.heard([("tick", 2000), ("tick", 1000)])
+    due = [(job, 1000, 1000), (job, 2000, 2000), (job, 3000, 3000)]
+    assert ranker.undecided(due, lambda name: True) == [(job, 3000, 3000)]
+    assert lost == [("tick", 1000, "decided"), ("tick", 2000, "decided")]
+    assert ranker.undecided(due, lambda name: False) == []
+
+
+class Counting(MemoryBackend):
+    """Counts the scheduled claims it was sent, per slot."""
+
+    def __init__(self, store: MemoryStore, sent: Counter[tuple[str, int]]) -> None:
+        super().__init__(store)
+        self.sent = sent
+
+    async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        for c in claims:
+            if not c.manual:
+                self.sent[c.job, c.slot_ms] += 1
+        return await super().claim(claims)
+
+
+@pytest.mark.asyncio
+async def test_a_fleet_of_four_sends_about_one_claim_per_slot_and_runs_each_once() -> None:
+    store = MemoryStore()
+    sent: Counter[tuple[str, int]] = Counter()
+    ran: Counter[tuple[str, int]] = Counter()
+    by: Counter[str] = Counter()
+
+    async def tick(ctx: RunContext) -> None:
+        ran[ctx.job.name, ctx.slot_ms] += 1
+        by[ctx.instance] += 1
+
+    fleet = [Scheduler(Counting(store, sent), instance_id=m) for m in MEMBERS]
+    for s in fleet:
+        for j in range(20):
+            s.add(f"tick-{j:02d}", EVERY_SECOND, tick)
+    for s in fleet:
+        await s.start()
+    try:
+        deadline = time.monotonic() + 5
+        while any(len(s._fleetwatch.fleet.instances) < len(MEMBERS) for s in fleet):
+            assert time.monotonic() < deadline, "the instances did not see each other in the registry"
+            await asyncio.sleep(0.05)
+        first = (time.time_ns() // 1_000_000 // 1000 + 2) * 1000  # from a slot due after all saw the fleet
+        await asyncio.sleep((first + 4000 - time.time_ns() // 1_000_000) / 1000 + 0.5)
+    finally:
+        for s in fleet:
+            await s.stop(grace_ms=1000)
+    window = [(f"tick-{j:02d}", slot) for j in range(20) for slot in range(first, first + 4000, 1000)]
+    assert [k for k in window if ran[k] != 1] == [], "slots not run exactly once"
+    claims = sum(sent[k] for k in window)
+    assert claims <= 1.2 * len(window), f"{claims} claims for {len(window)} slots: later ranks claimed decided slots"
+    assert min(by.values()) > 0 and len(by) == len(MEMBERS), f"runs did not spread over the fleet: {by}"
