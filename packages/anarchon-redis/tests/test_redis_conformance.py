@@ -14,6 +14,7 @@ from anarchon_conformance import (
     BackendSuite,
     BackfillTests,
     ClaimTests,
+    DecidedNotifyTests,
     HistoryLimitTests,
     LeaseTests,
     LivenessTests,
@@ -93,6 +94,7 @@ class TestRedisClusterConformance(
     RegistryTests,
     ScheduleStoreTests,
     ScheduleNotifyTests,
+    DecidedNotifyTests,
     AuditTests,
 ):
     @pytest.fixture

@@ -126,6 +126,18 @@ class ScheduleListener(abc.ABC):
         await self.unsubscribe()
         return False
 
+    async def ensure(self) -> None:
+        """Subscribe now unless subscribed, subscribing, or refused less than :data:`RETRY_S` ago.
+
+        For a backend that hears more on the same connection (PostgreSQL's decided slots)
+        when nobody waits for schedule changes. A subscription made here counts as a change
+        of unknown revision for the next wait, which cannot know what came before it.
+        """
+        if self.live or self._subscribing or asyncio.get_running_loop().time() < self._retry_at:
+            return
+        if await self._subscribe():
+            self.changed(None)
+
     async def close(self) -> None:
         """Drop the subscription (the backend's ``close()``); a later wait subscribes again."""
         self.live = False

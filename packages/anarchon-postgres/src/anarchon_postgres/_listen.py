@@ -10,25 +10,32 @@ connection more per instance, beside the pool's and the heartbeat's. The
 rules of the wait (a new subscription answers at once, a quiet wait pings,
 a lost connection falls back to the poll) are :class:`anarchon.listener.ScheduleListener`'s.
 
+The same connection also listens on the schema's decided channel
+(:func:`._schema.decided_channel`, capability ``decided_notify``), where the
+claim functions (migration 13) notify each scheduled slot they record, so
+ranked claims cost no connection more. ``watch_decided`` adds its channel to
+the listener and makes the subscription if no schedule wait made it yet.
+
 A backend on a caller's ``pool`` does not listen: it does not know how that
 pool connects, and a connection held for good from it would be one the
-caller counted on. Its instances poll every second, as before.
+caller counted on. Its instances poll every second, as before, and claim
+every slot they are ranked for, heard decided or not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import asyncpg  # type: ignore[import-untyped]
 
 from anarchon.backend import Backend
-from anarchon.listener import ScheduleListener
+from anarchon.listener import RETRY_S, ScheduleListener
 
 from ._full import NoFreeConnection
-from ._schema import quote_schema, render_sql, schedules_channel
+from ._schema import decided_channel, quote_schema, render_sql, schedules_channel
 
 __all__ = ["NotifyMixin", "PostgresListener"]
 
@@ -53,6 +60,8 @@ class PostgresListener(ScheduleListener):
         self._settings = dict(settings)
         self._no_free = no_free
         self._conn: asyncpg.Connection | None = None
+        #: More channels heard on the same connection, each with what its payload is handed to.
+        self._also: dict[str, Callable[[str], None]] = {}
 
     async def subscribe(self) -> None:
         try:
@@ -64,6 +73,24 @@ class PostgresListener(ScheduleListener):
         self._conn = conn
         conn.add_termination_listener(self._ended)
         await asyncio.wait_for(conn.add_listener(self.channel, self._heard), self._timeout)
+        for channel in list(self._also):
+            await asyncio.wait_for(conn.add_listener(channel, self._heard_also), self._timeout)
+
+    async def also(self, channel: str, handed: Callable[[str], None]) -> None:
+        """Hear ``channel`` too, on this subscription and every one made again after it."""
+        self._also[channel] = handed
+        conn = self._conn
+        if conn is not None and not conn.is_closed():
+            with contextlib.suppress(Exception):  # the next subscription adds it
+                await asyncio.wait_for(conn.add_listener(channel, self._heard_also), self._timeout)
+
+    def drop(self, channel: str) -> None:
+        self._also.pop(channel, None)
+
+    def _heard_also(self, conn: asyncpg.Connection, pid: int, channel: str, payload: str) -> None:
+        handed = self._also.get(channel)
+        if conn is self._conn and handed is not None:
+            handed(payload)
 
     def _heard(self, conn: asyncpg.Connection, pid: int, channel: str, payload: str) -> None:
         if conn is self._conn:
@@ -113,6 +140,23 @@ class NotifyMixin:
     async def wait_schedules(self, revision: int, timeout_ms: int) -> bool:
         if not self._own_pool or self._read_only:  # a caller's pool, or a look: the poll
             return await Backend.wait_schedules(self, revision, timeout_ms)  # type: ignore[arg-type]
+        return await self._schedule_listener().wait(revision, timeout_ms)
+
+    async def watch_decided(self, heard: Callable[[Sequence[tuple[str, int]]], None]) -> None:
+        """Decided slots on the stored-schedule listener's connection, until cancelled (nothing on a caller's pool)."""
+        if not self._own_pool or self._read_only:
+            await asyncio.Event().wait()  # no connection of its own: every ranked slot is claimed
+        channel = decided_channel(self.schema)
+        listener = self._schedule_listener()
+        await listener.also(channel, lambda payload: heard(_decided(payload)))
+        try:
+            while True:  # the schedule wait keeps the subscription; this makes it when nobody waits
+                await listener.ensure()
+                await asyncio.sleep(RETRY_S)
+        finally:
+            listener.drop(channel)
+
+    def _schedule_listener(self) -> PostgresListener:
         if self._listener is None:
             self._listener = PostgresListener(
                 repr(self),
@@ -123,9 +167,19 @@ class NotifyMixin:
                 settings=self._settings(),
                 no_free=self._no_free_connection(),
             )
-        return await self._listener.wait(revision, timeout_ms)
+        return self._listener
 
     async def _close_listener(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
+
+
+def _decided(payload: str) -> list[tuple[str, int]]:
+    """``"<job> <slot>"`` lines, as the claim functions notify them."""
+    out = []
+    for line in payload.split("\n"):
+        job, _, slot = line.partition(" ")
+        if slot.isdigit():
+            out.append((job, int(slot)))
+    return out

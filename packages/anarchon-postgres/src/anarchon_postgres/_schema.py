@@ -30,6 +30,7 @@ __all__ = [
     "quote_schema",
     "render_sql",
     "schedules_channel",
+    "decided_channel",
 ]
 
 log = logging.getLogger("anarchon.postgres")
@@ -74,11 +75,23 @@ def schedules_channel(schema: str) -> str:
     other's instances for one poll more, nothing worse). Case is kept: asyncpg
     quotes the name it listens on, and ``pg_notify`` takes it as it is.
     """
-    channel = f"anarchon_schedules_{check_schema_name(schema)}"
+    return _channel("schedules", schema)
+
+
+def decided_channel(schema: str) -> str:
+    """The channel the claims of the schema notify each scheduled slot they decided on (ranked claims).
+
+    ``anarchon_decided_<schema>``, made as :func:`schedules_channel` is.
+    """
+    return _channel("decided", schema)
+
+
+def _channel(kind: str, schema: str) -> str:
+    channel = f"anarchon_{kind}_{check_schema_name(schema)}"
     if len(channel) > _NAME_MAX:
         channel = f"{channel[: _NAME_MAX - 13]}_{hashlib.sha256(schema.encode()).hexdigest()[:12]}"
     if not _CHANNEL.fullmatch(channel):
-        raise ValueError(f"schedules channel {channel!r} is not a plain identifier")
+        raise ValueError(f"{kind} channel {channel!r} is not a plain identifier")
     return channel
 
 
@@ -102,14 +115,21 @@ def render_sql(name: str, quoted_schema: str) -> str:
     ``-- @include other.sql`` lines are replaced by that file; ``@schema@`` by
     the schema name, which must come quoted from :func:`quote_schema` (checked
     again here), ``@now_ms@`` by the server-clock expression, ``@channel@`` by
-    the schema's :func:`schedules_channel` in quotes. Any other placeholder is
+    the schema's :func:`schedules_channel` in quotes, ``@decided@`` by its
+    :func:`decided_channel` in quotes. Any other placeholder is
     a bug in the file and fails loudly.
     """
     if not (quoted_schema.startswith('"') and quoted_schema.endswith('"')):
         raise ValueError(f"render_sql needs a schema quoted by quote_schema(), got {quoted_schema!r}")
     check_schema_name(quoted_schema[1:-1])
     text = _INCLUDE.sub(lambda m: _resource(m.group(1)), _resource(name))
-    values = {"schema": quoted_schema, "now_ms": _NOW_MS, "channel": f"'{schedules_channel(quoted_schema[1:-1])}'"}
+    schema = quoted_schema[1:-1]
+    values = {
+        "schema": quoted_schema,
+        "now_ms": _NOW_MS,
+        "channel": f"'{schedules_channel(schema)}'",
+        "decided": f"'{decided_channel(schema)}'",
+    }
 
     def fill(m: re.Match[str]) -> str:
         if m.group(1) not in values:
@@ -143,6 +163,7 @@ _MIGRATIONS = (
     _migration("migration_10.sql"),  # put_schedule notifies each change (pg_notify) for the instances' LISTEN
     _migration("migration_11.sql"),  # audit: every pause, resume, trigger, backfill and schedule change, appended
     _migration("migration_12.sql"),  # runs.earlier: a take-over keeps the attempt it replaces (take_over again)
+    _migration("migration_13.sql"),  # claim, claim_batch notify each scheduled slot decided (ranked claims)
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

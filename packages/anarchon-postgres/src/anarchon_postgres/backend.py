@@ -101,6 +101,7 @@ class PostgresBackend(
         guarantees=True,
         audit=True,
         attempts=True,
+        decided_notify=True,
     )
 
     def __init__(

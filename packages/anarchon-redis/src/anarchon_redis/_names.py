@@ -85,6 +85,11 @@ class Keyspace:
         return f"{self.prefix}{{schedules}}:changed"
 
     @property
+    def decided_channel(self) -> str:
+        """Where claim.lua tells of each scheduled slot it decided: the prefix, then ``decided`` (no hash tag)."""
+        return f"{self.prefix}decided"
+
+    @property
     def audit(self) -> tuple[str, str]:
         """The audit trail's keys (the stream, its id counter), under one hash tag: one slot on a cluster."""
         tag = f"{self.prefix}{{audit}}:"

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from anarchon.listener import ScheduleListener
@@ -36,6 +38,11 @@ if TYPE_CHECKING:
     from ._names import Keyspace
 
 __all__ = ["NotifyMixin", "RedisListener"]
+
+log = logging.getLogger("anarchon.claims")
+
+#: A quiet subscription to decided slots is pinged this often (s), to find a connection cut silently.
+DECIDED_PING_S = 5.0
 
 
 class RedisListener(ScheduleListener):
@@ -102,7 +109,8 @@ class RedisListener(ScheduleListener):
 
 
 class NotifyMixin:
-    """Mixed into :class:`~anarchon_redis.RedisBackend`: ``wait_schedules`` on a :class:`RedisListener`."""
+    """Mixed into :class:`~anarchon_redis.RedisBackend`: ``wait_schedules`` on a :class:`RedisListener`,
+    and ``watch_decided`` on ``<prefix>decided``, where ``claim.lua`` publishes each scheduled slot it decided."""
 
     _keys: Keyspace
     connect_timeout_ms: int
@@ -122,3 +130,31 @@ class NotifyMixin:
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
+
+    async def watch_decided(self, heard: Callable[[Sequence[tuple[str, int]]], None]) -> None:
+        """Subscribe to the decided slots (``"<job> <slot>"`` each) on a connection of its own, until cancelled.
+
+        A notice missed while the subscription was down costs a claim answered lost, nothing
+        more, so a failure is logged at DEBUG and the subscription made again after a pause.
+        """
+        timeout = self.connect_timeout_ms / 1000
+        while True:
+            pubsub = self._redis().pubsub()
+            try:
+                await asyncio.wait_for(keep_cancellation(pubsub.subscribe(self._keys.decided_channel)), timeout)
+                while True:
+                    message = await pubsub.get_message(timeout=DECIDED_PING_S)
+                    if message is None:
+                        await asyncio.wait_for(pubsub.ping(), timeout)
+                    elif text(message["type"]) == "message":
+                        job, _, slot = text(message["data"]).partition(" ")
+                        if slot.isdigit():
+                            heard(((job, int(slot)),))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("%r: the subscription to decided slots failed: %s; subscribing again", self, exc)
+                await asyncio.sleep(timeout)
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(pubsub.aclose(), timeout)

@@ -120,6 +120,7 @@ class RedisBackend(
         guarantees=True,
         audit=True,
         attempts=True,
+        decided_notify=True,
     )
 
     def __init__(

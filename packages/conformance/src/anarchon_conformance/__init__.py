@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ._requires import gated, requires
     from ._revive import ReviveTests
     from ._robust import HistoryLimitTests, PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
+    from ._decided import DecidedNotifyTests
     from ._schedule_notify import ScheduleNotifyTests
     from ._scheduler import SchedulerTests
     from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
@@ -74,6 +75,7 @@ __all__ = [
     "ReviveTests",
     "RobustnessTests",
     "ScheduleNotifyTests",
+    "DecidedNotifyTests",
     "ScheduleStoreRefusalTests",
     "ScheduleStoreTests",
     "SchedulerRobustnessTests",
@@ -128,6 +130,7 @@ _HOME = {
     "RegistryRefusalTests": "_registry",
     "RegistryTests": "_registry",
     "ScheduleNotifyTests": "_schedule_notify",
+    "DecidedNotifyTests": "_decided",
     "ScheduleStoreRefusalTests": "_schedules",
     "ScheduleStoreTests": "_schedules",
     "StoredScheduleFleetTests": "_schedules",

@@ -17,6 +17,7 @@ from ._reference import ReferenceTests
 from ._registry import RegistryRefusalTests, RegistryTests
 from ._revive import ReviveTests
 from ._robust import RobustnessTests, SchedulerRobustnessTests
+from ._decided import DecidedNotifyTests
 from ._schedule_notify import ScheduleNotifyTests
 from ._scheduler import SchedulerTests
 from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
@@ -49,6 +50,7 @@ class BackendSuite(
     StoredScheduleFleetTests,
     ScheduleStoreRefusalTests,
     ScheduleNotifyTests,
+    DecidedNotifyTests,
     GuaranteeReportTests,
     NoGuaranteeReportTests,
     AuditTests,

@@ -141,6 +141,13 @@ BEGIN
         PERFORM @schema@.trim_history(p_job[i], v_count[i], p_size[i], p_ttl[i], v_now);
     END LOOP;
 
+    -- Ranked claims (the core's _rank.py): the slots decided here, told at commit to every
+    -- instance listening, so a later-ranked one sends no claim for them; fifty to a notice,
+    -- which keeps each under pg_notify's 8,000 bytes.
+    PERFORM pg_notify(@decided@, string_agg(c.job || ' ' || c.slot, E'\n'))
+        FROM unnest(p_job, p_slot, v_count) WITH ORDINALITY AS c(job, slot, cnt, n)
+        WHERE c.cnt IS NOT NULL GROUP BY (c.n - 1) / 50;
+
     -- The answers. A decided slot is lost unless its record carries this
     -- claim's token (a retry: answered as the first time); one with no record
     -- at all, overlap "skip" and an older run still live may have to be

@@ -4,6 +4,8 @@
 -- claim reports back as o_previous_mark), then decide and record (a lone
 -- claim with overlap "allow" decides in the second, and then abandons
 -- expired older runs).
+-- Each scheduled slot it records (won, or skipped) is notified on the
+-- schema's decided channel at commit, "<job> <slot>" (ranked claims).
 -- "Expired" is the lease's expiry or the owner's heartbeat's: a running run
 -- whose owner has an `instances` record before the server's now counts as
 -- expired (abandoned, no overlap), one whose owner has no record as alive.
@@ -47,6 +49,7 @@ BEGIN
         SELECT fencing, run_count INTO v_fencing, v_count FROM j;
         IF FOUND THEN
             v_now := @now_ms@;
+            PERFORM pg_notify(@decided@, p_job[1] || ' ' || p_slot[1]);  -- ranked claims: the fleet hears it
             WITH gone AS (
                 UPDATE @schema@.runs o SET status = 'abandoned'
                     WHERE o.job = p_job[1] AND o.status = 'running' AND NOT o.manual
@@ -128,6 +131,7 @@ BEGIN
                     );
                     UPDATE @schema@.jobs SET run_count = run_count + 1 WHERE name = p_job[i]
                         RETURNING run_count INTO v_count;
+                    PERFORM pg_notify(@decided@, p_job[i] || ' ' || p_slot[i]);
                     o_outcome := 'skipped'; o_instance := p_instance[i]; o_attempt := 1; o_fencing := NULL;
                     o_catch_up := p_catch_up[i]; o_missed := p_missed[i]; o_started_at := p_started[i];
                     o_finished_at := p_started[i]; o_duration_ms := 0; o_lease_ms := p_lease[i];
@@ -184,6 +188,9 @@ BEGIN
         SELECT j.skipped, j.fencing, j.run_count,
                (SELECT max(g.slot_ms) FROM gone g JOIN prev ON g.slot_ms = prev.won)
             INTO v_busy, v_fencing, v_count, v_gone FROM j;
+        IF NOT p_manual[i] THEN
+            PERFORM pg_notify(@decided@, p_job[i] || ' ' || p_slot[i]);
+        END IF;
         o_instance := p_instance[i]; o_attempt := 1; o_fencing := v_fencing; o_catch_up := p_catch_up[i];
         o_missed := p_missed[i]; o_started_at := p_started[i]; o_lease_ms := p_lease[i];
         IF v_busy THEN
