@@ -72,6 +72,44 @@ async def test_a_slot_claimed_after_an_empty_restart_is_not_run_again_and_tokens
         await b.close()
 
 
+async def test_a_slot_heard_decided_is_not_granted_again_after_an_empty_restart(unstarted_server: RedisServer) -> None:
+    """Ranked claims: b only heard that a won the slot (it sent no claim); Redis then lost it.
+
+    b's claims tell Redis the newest slot b knows of, heard ones included; without them
+    b knew nothing of the job and its claim won the slot again (3 slots twice in the
+    fleet test above, once in nine runs).
+    """
+    server = unstarted_server
+    server.start()
+    a, b = RedisBackend(url=server.url), RedisBackend(url=server.url)
+    probe, job = make_job("probe", overlap="allow"), make_job("heard", overlap="allow")
+    heard: list[tuple[str, int]] = []
+    watch = asyncio.ensure_future(b.watch_decided(heard.extend))
+    try:
+        for slot in range(1000, 60_000, 1000):  # until b's subscription hears a's claims
+            await a.claim([claim(probe, slot, "a")])
+            await asyncio.sleep(0.05)
+            if heard:
+                break
+        assert heard, "b never heard a claim"
+        (won,) = await a.claim([claim(job, 2000, "a")])
+        assert won.grant is not None
+        for _ in range(100):
+            if (job.name, 2000) in heard:
+                break
+            await asyncio.sleep(0.02)
+        assert (job.name, 2000) in heard
+        server.stop(kill=True)
+        server.start()
+        again = await _answer(b, claim(job, 2000, "b"))
+        assert again.outcome is Outcome.LOST, "a slot b heard decided was granted again after Redis forgot it"
+    finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+        await a.close()
+        await b.close()
+
+
 async def test_a_restart_from_an_older_snapshot_does_not_run_a_slot_again(unstarted_server: RedisServer) -> None:
     """Snapshots only: the mark goes back to the snapshot's; the claims answered since say it went back."""
     server = unstarted_server

@@ -38,6 +38,17 @@ class KnownJobs:
         """The claim's ``known`` number: the newest scheduled slot of ``job`` answered to this client, or 0."""
         return self._marks.get(job, 0)
 
+    def heard(self, job: str, slot_ms: int) -> None:
+        """Another instance's claim decided this slot (``watch_decided``): the mark is at least it, as for an answer.
+
+        An instance that hears a slot decided sends no claim for it (ranked claims), so
+        without this its number lagged behind the slots the fleet decided: after an empty
+        restart its catch-up claim of a slot won just before (whose notice it missed) found
+        a mark set lower by another claim and won again (3 slots twice in the fault test).
+        """
+        if slot_ms > self._marks.get(job, 0):
+            self._marks[job] = slot_ms
+
     def answered(self, c: Claim, reply: Any) -> bool:
         """Note an answer; ``True`` when it says Redis had forgotten the job (the claim is lost)."""
         if not c.manual and c.slot_ms > self._marks.get(c.job, 0):

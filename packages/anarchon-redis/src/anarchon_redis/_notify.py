@@ -35,6 +35,7 @@ from ._calls import keep_cancellation
 from ._records import text
 
 if TYPE_CHECKING:
+    from ._known import KnownJobs
     from ._names import Keyspace
 
 __all__ = ["NotifyMixin", "RedisListener"]
@@ -113,6 +114,7 @@ class NotifyMixin:
     and ``watch_decided`` on ``<prefix>decided``, where ``claim.lua`` publishes each scheduled slot it decided."""
 
     _keys: Keyspace
+    _known: KnownJobs
     connect_timeout_ms: int
     _listener: RedisListener | None = None
 
@@ -143,12 +145,15 @@ class NotifyMixin:
             try:
                 await asyncio.wait_for(keep_cancellation(pubsub.subscribe(self._keys.decided_channel)), timeout)
                 while True:
-                    message = await pubsub.get_message(timeout=DECIDED_PING_S)
+                    # Each call in a task of its own: redis-py swallows a cancel that comes while it
+                    # connects again (after a restart), and the watch then never ended.
+                    message = await keep_cancellation(pubsub.get_message(timeout=DECIDED_PING_S))
                     if message is None:
-                        await asyncio.wait_for(pubsub.ping(), timeout)
+                        await asyncio.wait_for(keep_cancellation(pubsub.ping()), timeout)
                     elif text(message["type"]) == "message":
                         job, _, slot = text(message["data"]).partition(" ")
                         if slot.isdigit():
+                            self._known.heard(job, int(slot))  # what this client's next claims tell Redis
                             heard(((job, int(slot)),))
             except asyncio.CancelledError:
                 raise
