@@ -40,6 +40,7 @@ __all__ = [
     "hand_over",
     "history",
     "marks",
+    "decided_elsewhere",
     "renew",
     "take_over",
     "transaction",
@@ -389,6 +390,36 @@ def marks(conn: sqlite3.Connection, jobs: Sequence[Job]) -> dict[str, int | None
     finally:
         conn.execute("COMMIT")
     return found
+
+
+#: Scheduled claims one statement looks up; the last group is padded by repeating a pair.
+_DECIDED_GROUP = 200
+_SELECT_DECIDED = statement("store_select_decided").format(placeholders=", ".join(["(?, ?)"] * _DECIDED_GROUP))
+
+
+def decided_elsewhere(conn: sqlite3.Connection, claims: Sequence[Claim]) -> set[int]:
+    """Which claims (by position) another claim decided already: their slot has a record with another token.
+
+    Read without the write lock, in one snapshot: a record once written stays the slot's,
+    so a claim answered LOST here is the LOST the write would give, and a batch of later
+    ranks' claims costs one read instead of a write transaction taken in turn. A retry of
+    this claim (its own token) and a slot without a record go to the write.
+    """
+    scheduled = [(i, c) for i, c in enumerate(claims) if not c.manual]
+    if not scheduled:
+        return set()
+    tokens: dict[tuple[str, int], str] = {}
+    _clear(conn)
+    conn.execute("BEGIN")
+    try:
+        for start in range(0, len(scheduled), _DECIDED_GROUP):
+            pairs = [(c.job, c.slot_ms) for _, c in scheduled[start : start + _DECIDED_GROUP]]
+            pairs += pairs[-1:] * (_DECIDED_GROUP - len(pairs))
+            for job, slot, token in conn.execute(_SELECT_DECIDED, [v for pair in pairs for v in pair]):
+                tokens[job, slot] = token
+    finally:
+        conn.execute("COMMIT")
+    return {i for i, c in scheduled if tokens.get((c.job, c.slot_ms), c.token) != c.token}
 
 
 def _moment_of(us: object) -> object:

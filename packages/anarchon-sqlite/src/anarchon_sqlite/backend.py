@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiosqlite
 
-from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend
+from anarchon.backend import Capabilities, Claim, ClaimResult, Grant, LeaseBackend, Outcome
 from anarchon.options import check_history_limit
 from anarchon.run import Run
 from anarchon.urls import integer, read_url_options
@@ -292,9 +292,13 @@ class SQLiteBackend(
     # -- claiming --------------------------------------------------------------------
 
     async def claim(self, claims: Sequence[Claim]) -> list[ClaimResult]:
+        """Claims another instance decided are answered from a read (``decided_elsewhere``); the rest in a write."""
         if not claims:
             return []
-        return await self._write(_store.claim(claims))
+        lost = await self._call(lambda conn: _store.decided_elsewhere(conn, claims))
+        rest = [c for i, c in enumerate(claims) if i not in lost]
+        answers = iter(await self._write(_store.claim(rest)) if rest else [])
+        return [ClaimResult(Outcome.LOST) if i in lost else next(answers) for i in range(len(claims))]
 
     async def finish(self, grant: Grant, run: Run) -> bool:
         return await self._write(_store.finish(grant, run))
