@@ -23,6 +23,7 @@ __all__ = [
     "claim_msg_id",
     "claims_subject",
     "covers",
+    "decided_subject",
     "job_filter",
     "redact_server",
     "redact_servers",
@@ -92,6 +93,15 @@ def schedules_stream(stream: str, prefix: str) -> str:
     """
     digest = hashlib.sha256(check_prefix(prefix).encode()).hexdigest()[:12]
     return f"{check_stream_name(stream)}_schedules_{digest}"
+
+
+def decided_subject(stream: str, prefix: str) -> str:
+    """Where the namespace's won scheduled slots are told (ranked claims): a core subject no stream stores.
+
+    ``$ANARCHON.<schedules stream>_decided``: its second token is not the schedules
+    stream's, so neither that stream's subjects nor a ``<prefix>>`` stream cover it.
+    """
+    return f"$ANARCHON.{schedules_stream(stream, prefix)}_decided"
 
 
 def schedules_root(stream: str, prefix: str) -> str:

@@ -34,21 +34,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from anarchon.backend import Claim, ClaimResult
 from anarchon.listener import ScheduleListener
 
-from ._names import schedules_root
+from ._names import decided_subject, schedules_root
 
 __all__ = ["NatsListener", "NotifyMixin"]
 
 #: How often a subscribed listener looks at the client's reconnect counter (a change missed while cut is
 #: then followed within this, instead of at the fallback poll).
 RECONNECT_CHECK_S = 0.25
+#: How often the decided watch looks whether the backend connected anew (its subscription is on the old client).
+DECIDED_CHECK_S = 5.0
 
 
 class NatsListener(ScheduleListener):
@@ -110,7 +114,10 @@ class NatsListener(ScheduleListener):
 
 
 class NotifyMixin:
-    """Mixed into :class:`~anarchon_nats.NatsBackend`: ``wait_schedules`` on a :class:`NatsListener`."""
+    """Mixed into :class:`~anarchon_nats.NatsBackend`: ``wait_schedules`` on a :class:`NatsListener`, and the
+    decided slots (``decided_notify``): after a claim call, one core publish of the scheduled slots it won on
+    :func:`._names.decided_subject`, and ``watch_decided``'s subscription to it. A publish, not the claims
+    themselves: a claim message goes out even when the stream did not store it."""
 
     stream: str
     prefix: str
@@ -133,3 +140,40 @@ class NotifyMixin:
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
+
+    async def watch_decided(self, heard: Callable[[Sequence[tuple[str, int]]], None]) -> None:
+        subject = decided_subject(self.stream, self.prefix)
+
+        async def told(msg: Msg) -> None:
+            heard(_decided(msg.data.decode(errors="replace")))
+
+        while True:
+            nc, sub = self._nc, None
+            if nc is not None:
+                with contextlib.suppress(Exception):  # not connected: the claims go out meanwhile
+                    sub = await nc.subscribe(subject, cb=told)
+            try:
+                while self._nc is nc and sub is not None:
+                    await asyncio.sleep(DECIDED_CHECK_S)
+                if sub is None:
+                    await asyncio.sleep(DECIDED_CHECK_S)
+            finally:
+                if sub is not None:
+                    with contextlib.suppress(Exception):
+                        await sub.unsubscribe()
+
+    async def _tell_decided(self, claims: Sequence[Claim], results: Sequence[ClaimResult]) -> None:
+        won = [f"{c.job} {c.slot_ms}" for c, r in zip(claims, results, strict=True) if r.won and not c.manual]
+        if won and self._nc is not None:
+            with contextlib.suppress(Exception):  # best effort: a notice lost costs a later rank one claim
+                await self._nc.publish(decided_subject(self.stream, self.prefix), "\n".join(won).encode())
+
+
+def _decided(payload: str) -> list[tuple[str, int]]:
+    """``"<job> <slot>"`` lines, as :meth:`NotifyMixin._tell_decided` publishes them."""
+    out = []
+    for line in payload.split("\n"):
+        job, _, slot = line.partition(" ")
+        if slot.isdigit():
+            out.append((job, int(slot)))
+    return out

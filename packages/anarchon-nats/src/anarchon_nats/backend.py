@@ -97,6 +97,7 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, NotifyMixin, A
         schedules=True,
         schedule_notify=True,
         audit=True,
+        decided_notify=True,
     )
 
     def __init__(
@@ -365,6 +366,7 @@ class NatsBackend(GuaranteesMixin, RegistryMixin, SchedulesMixin, NotifyMixin, A
                 started = owner[1]
             results.append(ClaimResult(Outcome.WON, c.granted(started_at_ms=started)))
         await self._outage.answered(js, acks, claims, won=any(r.won for r in results))  # a full stream: raises
+        await self._tell_decided(claims, results)
         return results
 
     async def _publish_claims(self, claims: Sequence[Claim]) -> list[PubAck | BaseException]:
