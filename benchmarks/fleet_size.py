@@ -1,13 +1,14 @@
 """What the referee's work does as the fleet grows: N instance processes on one backend, the jobs fixed.
 
 ``python -m benchmarks.fleet_size [--backends sqlite,redis,postgres] [--sizes 1,2,4,8,16] [--jobs 100]
-[--seconds 30] [--quick] [--no-report]``
+[--seconds 30] [--jitter-ms MS] [--quick] [--no-report]``
 
 For each backend and each fleet size N, ``anarchon_conformance.fleet.Fleet``
-starts N instance processes sharing ``--jobs`` every-second jobs
-(``jitter_ms=0``, so every instance tries every slot in the same millisecond:
-the case whose cost grows with N), lets them settle, and measures over
-``--seconds``:
+starts N instance processes sharing ``--jobs`` every-second jobs with the
+default options (ranked claims: rank 0 claims at the slot, and a later rank
+only a slot it did not hear decided; ``--jitter-ms 0`` turns ranking off, so
+every instance tries every slot in the same millisecond, the case whose cost
+grew with N), lets them settle, and measures over ``--seconds``:
 
 - server CPU per run: user + system time of the server processes the target
   names (PostgreSQL: the backends serving the instances; Redis: the whole
@@ -83,7 +84,7 @@ async def _counters(target: Target, ns: str) -> tuple[dict[str, float], float]:
     return await target.referee_counters(ns), cpu_seconds(await target.server_pids(ns))
 
 
-def measure(target: Target, instances: int, jobs: int, seconds: float) -> Point:
+def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms: int | None = None) -> Point:
     """Start ``instances`` processes on a fresh namespace, measure ``seconds`` of steady state, clean up."""
     ns = new_namespace()
     spec = target.spec(ns)
@@ -95,7 +96,7 @@ def measure(target: Target, instances: int, jobs: int, seconds: float) -> Point:
                 backend_kwargs=spec.kwargs,
                 instances=instances,
                 jobs=jobs,
-                options={"jitter_ms": 0, **target.fleet_options},
+                options={**({} if jitter_ms is None else {"jitter_ms": jitter_ms}), **target.fleet_options},
                 grace_ms=5_000,
             )
             with fleet:
@@ -140,7 +141,8 @@ def _page(results: dict[str, list[Point]], args: argparse.Namespace, chart: bool
         "# Referee cost as the fleet grows",
         "",
         f"`python -m benchmarks.fleet_size {args.argv}`: N instance processes, {args.jobs} every-second jobs "
-        f"(`jitter_ms=0`), {args.seconds:.0f} s measured per point after the fleet settled.",
+        f"({'default options: ranked claims' if args.jitter_ms is None else f'jitter_ms={args.jitter_ms}'}), "
+        f"{args.seconds:.0f} s measured per point after the fleet settled.",
         "",
         *(f"- {k}: {v}" for k, v in info.items()),
         "",
@@ -205,6 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default=None, help="fleet sizes, comma-separated (default 1,2,4,8,16)")
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=None, help="measured window per point (default 30)")
+    parser.add_argument("--jitter-ms", type=int, default=None, help="the jobs' jitter_ms (0: no ranked claims)")
     parser.add_argument("--quick", action="store_true", help="N=1 and N=4, 12 s each: the ratio in a minute or two")
     parser.add_argument("--no-report", action="store_true", help="print only; leave REPORT.md alone")
     args = parser.parse_args(argv)
@@ -226,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         results[name] = []
         for n in sizes:
-            point = measure(target, n, args.jobs, args.seconds)
+            point = measure(target, n, args.jobs, args.seconds, args.jitter_ms)
             results[name].append(point)
             print(
                 f"{name} N={n}: {point.runs} runs, {point.twice} twice, {point.missed} missed, "
