@@ -50,8 +50,26 @@ async def test_a_batch_is_one_transaction(instances, make_job, make_claim):
     jobs = [make_job(f"j{k}") for k in range(40)]
     results = await backend.claim([make_claim(job, SLOT) for job in jobs])
     assert all(r.won for r in results)
-    assert statements.count("BEGIN IMMEDIATE") == 1
-    assert statements.count("COMMIT") == 1
+    assert statements.count("BEGIN IMMEDIATE") == 1  # the write
+    assert statements.count("BEGIN") == 1  # the read before it: which slots another claim decided
+    assert statements.count("COMMIT") == 2
+
+
+async def test_a_batch_another_instance_decided_takes_no_write_lock(instances, make_job, make_claim):
+    """The later ranks' claims (ranked claims): answered LOST from one read, no write transaction."""
+    a, b = await instances(2)
+    jobs = [make_job(f"d{k}") for k in range(40)]
+    assert all(r.won for r in await a.claim([make_claim(job, SLOT, "a") for job in jobs]))
+    statements: list[str] = []
+    assert b._conn is not None
+    await b._conn.set_trace_callback(statements.append)
+    extra = make_job("undecided")
+    results = await b.claim([make_claim(job, SLOT, "b") for job in jobs] + [make_claim(extra, SLOT, "b")])
+    assert [r.outcome for r in results] == [Outcome.LOST] * 40 + [Outcome.WON]
+    assert statements.count("BEGIN IMMEDIATE") == 1, "the one undecided slot is decided in a write"
+    statements.clear()
+    assert all(r.outcome is Outcome.LOST for r in await b.claim([make_claim(job, SLOT, "b") for job in jobs]))
+    assert "BEGIN IMMEDIATE" not in statements, "a batch of decided slots took the write lock"
 
 
 async def test_retried_claim_gets_its_first_answer(instances, make_job, make_claim):
@@ -156,7 +174,10 @@ async def test_marks_of_more_jobs_than_one_statement_reads(instances, make_job, 
 
 
 async def test_a_claim_reads_once_and_writes_the_record_and_the_book(instances, make_job, make_claim):
-    """The job's book, the slot's record and the live leases come from one read; nothing else is asked."""
+    """The job's book, the slot's record and the live leases come from one read; nothing else is asked.
+
+    Before the write, one read without the lock asks whether another claim decided the slot (ranked claims).
+    """
     (a,) = await instances(1)
     job = make_job("lean")
     (first,) = await a.claim([make_claim(job, SLOT)])
@@ -167,4 +188,5 @@ async def test_a_claim_reads_once_and_writes_the_record_and_the_book(instances, 
     await a._conn.set_trace_callback(statements.append)
     (second,) = await a.claim([make_claim(job, SLOT + 1000)])
     assert second.won
-    assert [s.split()[0] for s in statements] == ["BEGIN", "SELECT", "INSERT", "UPDATE", "COMMIT"]
+    read = ["BEGIN", "WITH", "COMMIT"]  # decided elsewhere? (ranked claims)
+    assert [s.split()[0] for s in statements] == [*read, "BEGIN", "SELECT", "INSERT", "UPDATE", "COMMIT"]

@@ -83,7 +83,10 @@ class SlotTimer:
         if slot is None:  # an @at that has passed: nothing more to claim
             return
         self._seq += 1
-        heapq.heappush(self._heap, Due(slot + self._delay(job, slot), self._seq, job.name, slot, self._registry.generation(job.name)))
+        heapq.heappush(
+            self._heap,
+            Due(slot + self._delay(job, slot), self._seq, job.name, slot, self._registry.generation(job.name)),
+        )
 
     def wake(self) -> None:
         """Look at the heap again now (a job was added while running)."""

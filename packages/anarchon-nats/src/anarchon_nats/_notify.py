@@ -147,20 +147,23 @@ class NotifyMixin:
         async def told(msg: Msg) -> None:
             heard(_decided(msg.data.decode(errors="replace")))
 
-        while True:
-            nc, sub = self._nc, None
-            if nc is not None:
-                with contextlib.suppress(Exception):  # not connected: the claims go out meanwhile
-                    sub = await nc.subscribe(subject, cb=told)
-            try:
-                while self._nc is nc and sub is not None:
-                    await asyncio.sleep(DECIDED_CHECK_S)
-                if sub is None:
-                    await asyncio.sleep(DECIDED_CHECK_S)
-            finally:
-                if sub is not None:
-                    with contextlib.suppress(Exception):
-                        await sub.unsubscribe()
+        nc: Client | None = None
+        sub: Subscription | None = None
+        try:
+            while True:  # subscribed again when the backend connected anew (the old client's is gone)
+                if sub is None or self._nc is not nc:
+                    if sub is not None:
+                        with contextlib.suppress(Exception):
+                            await sub.unsubscribe()
+                    nc, sub = self._nc, None
+                    if nc is not None:
+                        with contextlib.suppress(Exception):  # not connected: the claims go out meanwhile
+                            sub = await nc.subscribe(subject, cb=told)
+                await asyncio.sleep(DECIDED_CHECK_S)
+        finally:
+            if sub is not None:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
 
     async def _tell_decided(self, claims: Sequence[Claim], results: Sequence[ClaimResult]) -> None:
         won = [f"{c.job} {c.slot_ms}" for c, r in zip(claims, results, strict=True) if r.won and not c.manual]

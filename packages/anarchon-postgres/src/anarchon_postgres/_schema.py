@@ -23,6 +23,7 @@ import asyncpg  # type: ignore[import-untyped]
 __all__ = [
     "SCHEMA_VERSION",
     "check_schema_name",
+    "decided_channel",
     "ensure_schema",
     "installed_version",
     "migration_script",
@@ -30,7 +31,6 @@ __all__ = [
     "quote_schema",
     "render_sql",
     "schedules_channel",
-    "decided_channel",
 ]
 
 log = logging.getLogger("anarchon.postgres")

@@ -20,6 +20,7 @@ import json
 import sqlite3
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,11 +37,11 @@ from ._sql import statement
 
 __all__ = [
     "claim",
+    "decided_elsewhere",
     "finish",
     "hand_over",
     "history",
     "marks",
-    "decided_elsewhere",
     "renew",
     "take_over",
     "transaction",
@@ -403,9 +404,12 @@ def decided_elsewhere(conn: sqlite3.Connection, claims: Sequence[Claim]) -> set[
     Read without the write lock, in one snapshot: a record once written stays the slot's,
     so a claim answered LOST here is the LOST the write would give, and a batch of later
     ranks' claims costs one read instead of a write transaction taken in turn. A retry of
-    this claim (its own token) and a slot without a record go to the write.
+    this claim (its own token) and a slot without a record go to the write. So does a
+    claim whose job has another claim in the batch: that one's write may trim the record
+    first (the differential test against the memory store found the case).
     """
-    scheduled = [(i, c) for i, c in enumerate(claims) if not c.manual]
+    per_job = Counter(c.job for c in claims)
+    scheduled = [(i, c) for i, c in enumerate(claims) if not c.manual and per_job[c.job] == 1]
     if not scheduled:
         return set()
     tokens: dict[tuple[str, int], str] = {}

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._base import SuiteBase
     from ._claim import ClaimTests
     from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
+    from ._decided import DecidedNotifyTests
     from ._fleet_tests import FleetTests
     from ._guarantees import GuaranteeReportTests, NoGuaranteeReportTests
     from ._harness import BackendFactory, Conformance, Instance
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from ._requires import gated, requires
     from ._revive import ReviveTests
     from ._robust import HistoryLimitTests, PlantForeignRecord, RobustnessTests, SchedulerRobustnessTests
-    from ._decided import DecidedNotifyTests
     from ._schedule_notify import ScheduleNotifyTests
     from ._scheduler import SchedulerTests
     from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
@@ -56,6 +56,7 @@ __all__ = [
     "BackfillTests",
     "ClaimTests",
     "Conformance",
+    "DecidedNotifyTests",
     "FleetTests",
     "GuaranteeReportTests",
     "HistoryLimitTests",
@@ -75,7 +76,6 @@ __all__ = [
     "ReviveTests",
     "RobustnessTests",
     "ScheduleNotifyTests",
-    "DecidedNotifyTests",
     "ScheduleStoreRefusalTests",
     "ScheduleStoreTests",
     "SchedulerRobustnessTests",

@@ -7,6 +7,7 @@ from ._audit import AuditRefusalTests, AuditTests
 from ._backfill import BackfillRefusalTests, BackfillTests
 from ._claim import ClaimTests
 from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
+from ._decided import DecidedNotifyTests
 from ._guarantees import GuaranteeReportTests, NoGuaranteeReportTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
@@ -17,7 +18,6 @@ from ._reference import ReferenceTests
 from ._registry import RegistryRefusalTests, RegistryTests
 from ._revive import ReviveTests
 from ._robust import RobustnessTests, SchedulerRobustnessTests
-from ._decided import DecidedNotifyTests
 from ._schedule_notify import ScheduleNotifyTests
 from ._scheduler import SchedulerTests
 from ._schedules import ScheduleStoreRefusalTests, ScheduleStoreTests, StoredScheduleFleetTests
