@@ -70,6 +70,9 @@ class Point:
     ops_per_run: dict[str, float]
     delay: Latency
     per_instance: list[int] = field(default_factory=list)
+    #: Per run: claims sent and lost, and slots a later rank heard decided and sent no claim for.
+    claims_lost: float = math.nan
+    heard_decided: float = math.nan
 
     @property
     def spread(self) -> float:
@@ -117,6 +120,9 @@ def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms
         asyncio.run(target.cleanup(ns))
     starts = [r for r in ledger if r["e"] == "start" and since <= r["t"] <= until]
     ran = len(starts) or 1
+    # Counted over the whole run (each instance writes its totals at its stop), per run of the whole run.
+    tallies = [r for r in ledger if r["e"] == "claims"]
+    all_runs = sum(1 for r in ledger if r["e"] == "start") or 1
     by_instance = Counter(r["instance"] for r in starts)
     return Point(
         instances=instances,
@@ -128,6 +134,8 @@ def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms
         ops_per_run={k: (ops_after[k] - ops_before.get(k, 0.0)) / ran for k in ops_after},
         delay=Latency.of([float(r["t"] - r["slot"]) for r in starts]),
         per_instance=[by_instance.get(m.instance, 0) for m in fleet.members],
+        claims_lost=sum(r["lost"] for r in tallies) / all_runs if tallies else math.nan,
+        heard_decided=sum(r["decided"] for r in tallies) / all_runs if tallies else math.nan,
     )
 
 
@@ -152,11 +160,13 @@ def _page(results: dict[str, list[Point]], args: argparse.Namespace, chart: bool
         keys = sorted({k for p in points for k in p.ops_per_run})
         lines += [f"## {name}", ""]
         header = ["N", "runs", "twice", "missed", "server CPU ms/run", *(f"{k}/run" for k in keys)]
+        header += ["claims lost/run", "heard decided/run"]
         header += ["client CPU ms/run", "delay p50 ms", "delay p99 ms", "busiest/least busy"]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for p in points:
             row = [str(p.instances), str(p.runs), str(p.twice), str(p.missed), _f(p.server_ms_per_run, 3)]
             row += [_f(p.ops_per_run.get(k, math.nan)) for k in keys]
+            row += [_f(p.claims_lost), _f(p.heard_decided)]
             row += [_f(p.client_ms_per_run, 3), _f(p.delay.p50, 0), _f(p.delay.p99, 0), _f(p.spread)]
             lines.append("| " + " | ".join(row) + " |")
         if len(points) > 1:
@@ -234,6 +244,7 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"{name} N={n}: {point.runs} runs, {point.twice} twice, {point.missed} missed, "
                 f"server {point.server_ms_per_run:.3f} ms/run, ops {point.ops_per_run}, "
+                f"claims lost {point.claims_lost:.2f}/run, heard decided {point.heard_decided:.2f}/run, "
                 f"client {point.client_ms_per_run:.3f} ms/run, delay p50/p99 {point.delay.p50:.0f}/"
                 f"{point.delay.p99:.0f} ms, per instance {point.per_instance}",
                 flush=True,

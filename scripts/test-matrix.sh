@@ -42,6 +42,7 @@ STEPS=(
   "docs|5|tests/docs tests/repo"
   "template|60|tests/template"
   "docker|30|tests/docker"
+  "bench|70|tests/bench"
 )
 # One step per backend, from its manifest (packages/*/backend.toml, [test]).
 backend_steps=$(python3 scripts/backends.py steps) || { echo "test-matrix: scripts/backends.py could not read the backends' manifests" >&2; exit 2; }

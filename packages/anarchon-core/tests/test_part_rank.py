@@ -58,13 +58,25 @@ def test_each_slot_has_one_first_claimer_and_first_claims_spread_evenly() -> Non
     assert max(first.values()) / min(first.values()) < 1.15, first
 
 
-def test_an_instance_alone_or_with_no_jitter_keeps_the_jitter() -> None:
+def test_an_instance_alone_claims_at_the_slot_and_one_without_a_view_keeps_the_jitter() -> None:
     job = every_second("tick")
     (alone,) = rankers(["pod-a"], [job]).values()
-    delays = {alone.delay_ms(job, 1_790_000_000_000 + n * 1000) for n in range(200)}
+    assert {alone.delay_ms(job, 1_790_000_000_000 + n * 1000) for n in range(200)} == {0}
+    unseen = Ranker("pod-a", lambda: Fleet(), Observers(PluginManager(), None))  # type: ignore[arg-type]
+    delays = {unseen.delay_ms(job, 1_790_000_000_000 + n * 1000) for n in range(200)}
     assert len(delays) > 50 and all(0 <= d < job.options.jitter_ms for d in delays), "not the jitter"
     exact = every_second("tick", jitter_ms=0)
     assert {r.delay_ms(exact, 1_790_000_000_000) for r in rankers(MEMBERS, [exact]).values()} == {0}
+
+
+def test_a_stored_schedule_is_ranked_among_every_live_instance() -> None:
+    """A job in nobody's definitions (a stored schedule) may be run by any live instance with its task."""
+    code, stored = every_second("code"), every_second("stored")
+    fleet = view(MEMBERS, [code])
+    ranker = Ranker("pod-a", lambda: fleet, Observers(PluginManager(), None))  # type: ignore[arg-type]
+    step = stored.options.jitter_ms // (RANK_BACKUPS + 1)
+    delays = {ranker.delay_ms(stored, 1_790_000_000_000 + n * 1000) for n in range(200)}
+    assert delays == {0, step, 2 * step, 3 * step}
 
 
 def test_a_job_only_some_instances_define_is_ranked_among_them() -> None:

@@ -19,7 +19,8 @@ lost costs one claim answered lost.
 The step is the job's ``jitter_ms`` (for sub-minute schedules fitted to a quarter of the shortest
 gap) split into ``RANK_BACKUPS + 1`` parts, at most :data:`RANK_STEP_MS`: a ranked claim comes no
 later than a jittered one could, so a slot's claim still never comes after the next slot's. With
-``jitter_ms=0``, without a view of the fleet (no registry) or alone in it, claims keep the jitter.
+``jitter_ms=0`` or without a view of the fleet (no registry), claims keep the jitter; an instance alone
+to define a job claims at the slot.
 """
 
 from __future__ import annotations
@@ -77,30 +78,40 @@ class Ranker:
         #: Job name -> the other live instances defining it, with their hashes; built once per view.
         self._members: dict[str, tuple[int, ...]] = {}
         self._everyone: tuple[int, ...] = ()
+        #: Whether the view holds this instance (the registry was read), and the code jobs it lists for it.
+        self._viewed = False
+        self._code: frozenset[str] = frozenset()
         #: Job name -> the newest scheduled slot heard decided.
         self._heard: dict[str, int] = {}
 
-    def _others(self, name: str) -> tuple[int, ...]:
+    def _others(self, name: str) -> tuple[int, ...] | None:
+        """The other live instances that may claim the job (their hashes); ``None`` without a view of the fleet."""
         fleet = self._fleet()
         if fleet is not self._seen:
             self._seen = fleet
             live = {i.instance for i in fleet.instances}
+            self._viewed = self._instance in live
             by_job: dict[str, list[int]] = {}
             for instance, jobs in fleet.definitions.items():
                 if instance in live and instance != self._instance:
                     for job in jobs:
                         by_job.setdefault(job, []).append(_hash(instance))
             self._members = {job: tuple(hashes) for job, hashes in by_job.items()}
-            # A job no other instance lists (a stored schedule): every live instance may run it.
+            self._code = frozenset(fleet.definitions.get(self._instance, ()))
+            # A stored schedule is in nobody's definitions: every live instance with its task may run it.
             self._everyone = tuple(_hash(i) for i in sorted(live) if i != self._instance)
-        return self._members.get(name, self._everyone)
+        if not self._viewed:
+            return None
+        return self._members.get(name, ()) if name in self._code else self._everyone
 
     def delay_ms(self, job: Job, slot_ms: int) -> int:
         """How long after ``slot_ms`` this instance claims the slot: by its rank, or the jitter."""
         jitter = job.options.jitter_ms
-        others = self._others(job.name) if jitter else ()
-        if not others:
+        others = self._others(job.name) if jitter else None
+        if others is None:
             return jittered(job, slot_ms)
+        if not others:
+            return 0  # alone to claim it: the first try, at the slot
         step = min(RANK_STEP_MS, jitter // (RANK_BACKUPS + 1))
         key = _hash(f"{job.name}\0{slot_ms}")
         mine = _mix(key ^ self._mine)

@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,6 +66,7 @@ def _instance_main(args: argparse.Namespace) -> None:
     from anarchon import RunContext, Scheduler, SkewedClock, hookimpl
 
     ledger = _Ledger(args.ledger, args.id)
+    ordinary: Counter[str] = Counter()
 
     class Observer:
         @hookimpl
@@ -84,8 +86,15 @@ def _instance_main(args: argparse.Namespace) -> None:
 
         @hookimpl
         def anarchon_claim_lost(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
-            if reason != "lost":  # "unknown" (answer lost) and "stale" (lease lost mid-run)
+            if reason in ("lost", "decided"):  # ordinary: counted, written once at the stop (the ledger's cost)
+                ordinary[reason] += 1
+            else:  # "unknown" (answer lost) and "stale" (lease lost mid-run)
                 ledger.write("lost", job=job.name, slot=slot_ms, reason=reason)
+
+        @hookimpl
+        def anarchon_scheduler_stopped(self, scheduler: Scheduler) -> None:
+            # Claims sent and lost, and slots heard decided (no claim sent): what ranked claims save.
+            ledger.write("claims", lost=ordinary["lost"], decided=ordinary["decided"])
 
     scheduler = Scheduler(
         _build_backend(args),
