@@ -156,3 +156,11 @@ async def test_a_fleet_of_four_sends_about_one_claim_per_slot_and_runs_each_once
     claims = sum(sent[k] for k in window)
     assert claims <= 1.2 * len(window), f"{claims} claims for {len(window)} slots: later ranks claimed decided slots"
     assert min(by.values()) > 0 and len(by) == len(MEMBERS), f"runs did not spread over the fleet: {by}"
+
+
+def test_a_decided_notice_reads_back_and_skips_what_is_not_a_slot() -> None:
+    from anarchon.backend import decided_lines, read_decided
+
+    decided = [("nightly-report", 1_790_000_000_000), ("tick_2", 0)]
+    assert read_decided(decided_lines(decided)) == decided
+    assert read_decided("a 1\n\nno-slot\n 5\nb x\nc 2") == [("a", 1), ("c", 2)]

@@ -230,6 +230,7 @@ class DecidedContract(OptionalPart):
         dropped, a subscriber that joined late) costs one claim that the referee
         answers lost, never a run. So this never raises for a lost connection: it
         subscribes again (at most every few seconds) and returns only when
-        cancelled. It subscribes on a connection of its own, made by this call.
+        cancelled. It subscribes on a connection of its own, or on one the backend
+        already listens on (PostgreSQL's for schedule changes), never on a pooled one.
         """
         raise self._unsupported("watch_decided()", "decided_notify")

@@ -136,7 +136,7 @@ class Ranker:
             job, slot, _ = entry
             if not runs(job.name):
                 continue
-            if self._heard.get(job.name, -1) >= slot:
+            if self.decided(job.name, slot):
                 self._observers.claim_lost(job, slot, "decided")
                 continue
             out.append(entry)

@@ -169,7 +169,7 @@ from typing import Any, ClassVar
 
 from ._contract import AuditContract, DecidedContract, RegistryContract, SchedulesContract, SteeringContract
 from .capabilities import Capabilities
-from .claims import Claim, ClaimResult, Grant, Outcome, fencing_floor, next_fencing
+from .claims import Claim, ClaimResult, Grant, Outcome, decided_lines, fencing_floor, next_fencing, read_decided
 from .errortext import ERROR_TEXT_LIMIT, clean_text, error_text
 from .guarantees import Finding
 from .job import Job
@@ -191,10 +191,12 @@ __all__ = [
     "Outcome",
     "RecordError",
     "clean_text",
+    "decided_lines",
     "decode_run",
     "error_text",
     "fencing_floor",
     "next_fencing",
+    "read_decided",
     "read_runs",
     "skip",
 ]

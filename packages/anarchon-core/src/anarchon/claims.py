@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .job import Job
 from .options import JobOptions
 from .run import Run, RunId, RunStatus, ms_to_datetime
 
-__all__ = ["Claim", "ClaimResult", "Grant", "Outcome", "fencing_floor", "next_fencing"]
+__all__ = ["Claim", "ClaimResult", "Grant", "Outcome", "decided_lines", "fencing_floor", "next_fencing", "read_decided"]
 
 
 def fencing_floor(now_ms: int) -> int:
@@ -25,6 +26,21 @@ def fencing_floor(now_ms: int) -> int:
     JSON encoders that keep 14 (Redis's cjson) write exactly.
     """
     return now_ms
+
+
+def decided_lines(decided: Sequence[tuple[str, int]]) -> str:
+    """Decided slots as a server backend's notice carries them: a ``"<job> <slot>"`` line each."""
+    return "\n".join(f"{job} {slot}" for job, slot in decided)
+
+
+def read_decided(payload: str) -> list[tuple[str, int]]:
+    """The ``(job, slot)`` pairs of a notice :func:`decided_lines` wrote; a line that is not one is skipped."""
+    out = []
+    for line in payload.split("\n"):
+        job, _, slot = line.partition(" ")
+        if job and slot.isdigit():
+            out.append((job, int(slot)))
+    return out
 
 
 def next_fencing(current: int, now_ms: int) -> int:

@@ -41,7 +41,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from anarchon.backend import Claim, ClaimResult
+from anarchon.backend import Claim, ClaimResult, decided_lines, read_decided
 from anarchon.listener import ScheduleListener
 
 from ._names import decided_subject, schedules_root
@@ -145,7 +145,7 @@ class NotifyMixin:
         subject = decided_subject(self.stream, self.prefix)
 
         async def told(msg: Msg) -> None:
-            heard(_decided(msg.data.decode(errors="replace")))
+            heard(read_decided(msg.data.decode(errors="replace")))
 
         nc: Client | None = None
         sub: Subscription | None = None
@@ -166,17 +166,7 @@ class NotifyMixin:
                     await sub.unsubscribe()
 
     async def _tell_decided(self, claims: Sequence[Claim], results: Sequence[ClaimResult]) -> None:
-        won = [f"{c.job} {c.slot_ms}" for c, r in zip(claims, results, strict=True) if r.won and not c.manual]
+        won = [(c.job, c.slot_ms) for c, r in zip(claims, results, strict=True) if r.won and not c.manual]
         if won and self._nc is not None:
             with contextlib.suppress(Exception):  # best effort: a notice lost costs a later rank one claim
-                await self._nc.publish(decided_subject(self.stream, self.prefix), "\n".join(won).encode())
-
-
-def _decided(payload: str) -> list[tuple[str, int]]:
-    """``"<job> <slot>"`` lines, as :meth:`NotifyMixin._tell_decided` publishes them."""
-    out = []
-    for line in payload.split("\n"):
-        job, _, slot = line.partition(" ")
-        if slot.isdigit():
-            out.append((job, int(slot)))
-    return out
+                await self._nc.publish(decided_subject(self.stream, self.prefix), decided_lines(won).encode())

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg  # type: ignore[import-untyped]
 
-from anarchon.backend import Backend
+from anarchon.backend import Backend, read_decided
 from anarchon.listener import RETRY_S, ScheduleListener
 
 from ._full import NoFreeConnection
@@ -148,7 +148,7 @@ class NotifyMixin:
             await asyncio.Event().wait()  # no connection of its own: every ranked slot is claimed
         channel = decided_channel(self.schema)
         listener = self._schedule_listener()
-        await listener.also(channel, lambda payload: heard(_decided(payload)))
+        await listener.also(channel, lambda payload: heard(read_decided(payload)))
         try:
             while True:  # the schedule wait keeps the subscription; this makes it when nobody waits
                 await listener.ensure()
@@ -173,13 +173,3 @@ class NotifyMixin:
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
-
-
-def _decided(payload: str) -> list[tuple[str, int]]:
-    """``"<job> <slot>"`` lines, as the claim functions notify them."""
-    out = []
-    for line in payload.split("\n"):
-        job, _, slot = line.partition(" ")
-        if slot.isdigit():
-            out.append((job, int(slot)))
-    return out

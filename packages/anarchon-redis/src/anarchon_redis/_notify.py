@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from anarchon.backend import read_decided
 from anarchon.listener import ScheduleListener
 
 from ._calls import keep_cancellation
@@ -151,10 +152,10 @@ class NotifyMixin:
                     if message is None:
                         await asyncio.wait_for(keep_cancellation(pubsub.ping()), timeout)
                     elif text(message["type"]) == "message":
-                        job, _, slot = text(message["data"]).partition(" ")
-                        if slot.isdigit():
-                            self._known.heard(job, int(slot))  # what this client's next claims tell Redis
-                            heard(((job, int(slot)),))
+                        decided = read_decided(text(message["data"]))
+                        for job, slot in decided:
+                            self._known.heard(job, slot)  # what this client's next claims tell Redis
+                        heard(decided)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
