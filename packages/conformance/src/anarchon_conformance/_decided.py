@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from anarchon.job import Job
 
@@ -36,8 +36,8 @@ class _Ear:
         self.heard: list[tuple[str, int]] = []
         self.new = asyncio.Event()
 
-    def __call__(self, decided: object) -> None:
-        self.heard.extend(decided)  # type: ignore[call-overload]
+    def __call__(self, decided: Sequence[tuple[str, int]]) -> None:
+        self.heard.extend(decided)
         self.new.set()
 
     async def until(self, job: str, slot_ms: int, what: str) -> None:
