@@ -7,6 +7,7 @@ step (83 ms for an every-second job) after the slot.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections import Counter
@@ -15,14 +16,16 @@ from pathlib import Path
 import pytest
 
 from anarchon_conformance.fleet import Fleet
+from anarchon_redis import RedisBackend
 
-pytestmark = pytest.mark.slow
+from .conftest import claim, make_job
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+@pytest.mark.slow
 def test_a_killed_instances_slots_are_claimed_by_the_next_rank_none_missed_or_doubled(
     redis_url: str, tmp_path: Path
 ) -> None:
@@ -52,3 +55,28 @@ def test_a_killed_instances_slots_are_claimed_by_the_next_rank_none_missed_or_do
     assert report.missed == 0, report.missed_slots[:10]
     assert set(before) == {m.instance for m in fleet.members}, f"an instance ran nothing: {before}"
     assert all(r["instance"] != victim.instance for r in starts if r["slot"] > killed), "the dead instance ran"
+
+
+async def test_claims_that_wait_for_replicas_skip_nothing_they_hear(redis_url: str) -> None:
+    """min_replicas=1: a notice still counts for the empty-restart check, but no slot is skipped on it."""
+    prefix = f"t:ranked-wait:{uuid.uuid4().hex[:8]}:"
+    a = RedisBackend(url=redis_url, prefix=prefix, min_replicas=0)
+    b = RedisBackend(url=redis_url, prefix=prefix, min_replicas=1)
+    await a.start()
+    await b.start()
+    heard: list[tuple[str, int]] = []
+    watch = asyncio.ensure_future(b.watch_decided(heard.extend))
+    job = make_job("waited", overlap="allow")
+    try:
+        for slot in range(1000, 60_000, 1000):  # until b's subscription has heard a claim
+            await a.claim([claim(job, slot, "a")])
+            await asyncio.sleep(0.05)
+            if b._known.mark(job.name) >= 1000:
+                break
+        assert b._known.mark(job.name) >= 1000, "b never heard a claim"
+        assert heard == [], f"a backend whose claims wait for a replica skipped slots it heard: {heard}"
+    finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+        await a.close()
+        await b.close()
