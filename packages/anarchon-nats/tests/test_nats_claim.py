@@ -149,7 +149,8 @@ async def test_a_batch_is_pipelined_every_publish_sent_before_any_ack_is_awaited
     finally:
         del nc.publish
     assert all(r.outcome is Outcome.WON for r in results)
-    assert events == ["send"] * 50 + ["ack"] * 50
+    # Then one publish more, after every ack: the slots won, told to the fleet (decided_notify).
+    assert events == ["send"] * 50 + ["ack"] * 50 + ["send"]
 
 
 async def test_a_batch_answers_line_up_with_the_claims(backends) -> None:
