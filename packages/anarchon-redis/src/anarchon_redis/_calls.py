@@ -68,11 +68,15 @@ class CallsMixin:
                 return [exc]
         return (await self._piped(calls, strict, 0))[0]
 
+    def _replicas_to_wait(self) -> int | dict[str, int]:
+        """How many replicas a write waits for now (per primary on a cluster): ``min_replicas``, or ``"auto"``'s."""
+        if self.min_replicas is None:  # "auto": one replica while one is connected (per primary on a cluster)
+            return self._replica_watch.wait_for(self._redis())
+        return self.min_replicas
+
     async def _calls_waited(self, calls: Sequence[Call], *, strict: int | None = None) -> tuple[list[Any], list[bool]]:
         """:meth:`_calls`, and per call whether its write reached ``min_replicas`` (``WAIT``, :mod:`._replicas`)."""
-        wait: int | dict[str, int] | None = self.min_replicas
-        if wait is None:  # "auto": one replica while one is connected (per primary on a cluster)
-            wait = self._replica_watch.wait_for(self._redis())
+        wait = self._replicas_to_wait()
         if not (any(wait.values()) if isinstance(wait, dict) else wait):
             return await self._calls(calls, strict=strict), [True] * len(calls)
         results, reached = await self._piped(calls, strict, wait)

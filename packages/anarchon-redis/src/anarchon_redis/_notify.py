@@ -38,7 +38,6 @@ from ._records import text
 if TYPE_CHECKING:
     from ._known import KnownJobs
     from ._names import Keyspace
-    from ._replicas import ClusterReplicaWatch, ReplicaWatch
 
 __all__ = ["NotifyMixin", "RedisListener"]
 
@@ -117,14 +116,14 @@ class NotifyMixin:
 
     _keys: Keyspace
     _known: KnownJobs
-    _replica_watch: ReplicaWatch | ClusterReplicaWatch
-    min_replicas: int | None
     connect_timeout_ms: int
     _listener: RedisListener | None = None
 
     if TYPE_CHECKING:  # the backend's own, used here
 
         def _redis(self) -> Any: ...
+
+        def _replicas_to_wait(self) -> int | dict[str, int]: ...
 
     async def wait_schedules(self, revision: int, timeout_ms: int) -> bool:
         if self._listener is None:
@@ -145,9 +144,7 @@ class NotifyMixin:
         primary from being won again on the other: skipping on a notice ran 1 to 5 slots twice in the
         short failover scenario (primary and replica, defaults), 0 without.
         """
-        wait: int | dict[str, int] | None = self.min_replicas
-        if wait is None:
-            wait = self._replica_watch.wait_for(self._redis())
+        wait = self._replicas_to_wait()
         return bool(any(wait.values()) if isinstance(wait, dict) else wait)
 
     async def watch_decided(self, heard: Callable[[Sequence[tuple[str, int]]], None]) -> None:
