@@ -21,6 +21,23 @@ an instance presumes every run it holds lost once four fifths of
 and does not start a grant whose claim it sent before such a lapse. A record
 that expired comes back with the next beat that arrives (the upsert always
 writes); runs the owner gave up stay given up.
+
+A silent store condemns nobody. When the referee itself was out (a failover,
+a restart that kept its data, a network cut of the whole fleet, a stall of
+every host), no instance could beat, so every record expired at once, the
+live owners' with the dead ones'; the first beat to arrive would otherwise
+report them all dead and take over runs whose owners are alive and are only
+waiting for the referee to record them. So a beat that finds the store
+silent for longer than :data:`SILENCE_SHARE` of the TTL (no beat from
+anyone: the newest record's ``alive_until - ttl`` is that long ago) first
+renews every record that was alive at that newest beat to ``now + 2 * TTL``:
+one TTL for each instance to find the referee again (a Sentinel is asked
+every second), one as usual. etcd renews its leases on a leader change for
+the same reason. It only ever delays a take-over, so it cannot make a run
+twice; a process that died during the outage is taken over two TTLs (3 s)
+after the referee is back. Only a fleet whose every heartbeat is slower than
+half a TTL for good keeps renewing a dead record; its runs then wait for
+their lease, as without heartbeats.
 """
 
 from __future__ import annotations
@@ -29,7 +46,7 @@ import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["HEARTBEAT_MS", "LIVENESS_TTL_MS", "RETAIN_DEAD_MS", "Beat", "Heart"]
+__all__ = ["HEARTBEAT_MS", "LIVENESS_TTL_MS", "RETAIN_DEAD_MS", "SILENCE_SHARE", "Beat", "Heart", "after_silence"]
 
 #: How often an instance renews its heartbeat record.
 HEARTBEAT_MS = 250
@@ -41,6 +58,24 @@ LIVENESS_TTL_MS = 1500
 #: A run of an owner whose record is gone waits for its lease, so this only
 #: needs to outlast the take-over poll of some live instance.
 RETAIN_DEAD_MS = 600_000
+#: A store that heard no beat from anyone for longer than this share of the TTL
+#: was itself out (or every host stalled): see the module's docstring.
+SILENCE_SHARE = 0.5
+
+
+def after_silence(alive: Mapping[str, int], now_ms: int, ttl_ms: int) -> dict[str, int]:
+    """The records a beat at ``now_ms`` renews before its own (none unless the store was silent).
+
+    ``alive`` maps every instance to its ``alive_until``. The reference for
+    the stores written in SQL or Lua, which apply the same rule in their own
+    beat statement or script.
+    """
+    if not alive:
+        return {}
+    last = max(alive.values()) - ttl_ms
+    if now_ms - last <= ttl_ms * SILENCE_SHARE:
+        return {}
+    return {name: now_ms + 2 * ttl_ms for name, until in alive.items() if until >= last}
 
 
 @dataclass(frozen=True)

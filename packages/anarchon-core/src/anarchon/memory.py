@@ -23,7 +23,7 @@ from ._memory_decided import MemoryDecided
 from ._memory_fleet import MemoryFleet, RegistryMixin
 from ._memory_schedules import MemorySchedules, SchedulesMixin
 from .backend import Capabilities, Claim, ClaimResult, Finding, Grant, LeaseBackend, Outcome, next_fencing
-from .liveness import RETAIN_DEAD_MS, Beat, Heart
+from .liveness import RETAIN_DEAD_MS, Beat, Heart, after_silence
 from .options import check_history_limit
 from .run import Attempt, Run, RunStatus, ms_to_datetime
 
@@ -73,6 +73,7 @@ class MemoryStore:
         """Keep ``instance`` alive ``ttl_ms`` from now; drop long-dead records, return the dead ones."""
         with self._lock:
             now = self.clock()
+            self._alive.update(after_silence(self._alive, now, ttl_ms))
             self._alive[instance] = now + ttl_ms
             dead = {}
             for name, until in list(self._alive.items()):

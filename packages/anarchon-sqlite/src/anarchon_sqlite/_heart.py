@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart
+from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart, after_silence
 
 from . import _store
 from ._schema import open_store
@@ -25,6 +25,7 @@ __all__ = ["SQLiteHeart"]
 _UPSERT = statement("heart_upsert")
 _FORGET = statement("heart_forget")
 _DEAD = statement("heart_dead")
+_ALL = statement("heart_all")
 _LEAVE = statement("heart_leave")
 
 
@@ -65,6 +66,8 @@ class SQLiteHeart(Heart):
 
     async def beat(self, instance: str, ttl_ms: int) -> Beat:
         def body(conn: sqlite3.Connection, now: int) -> Beat:
+            alive = dict(conn.execute(_ALL).fetchall())
+            conn.executemany(_UPSERT, after_silence(alive, now, ttl_ms).items())  # anarchon.liveness
             conn.execute(_UPSERT, (instance, now + ttl_ms))
             conn.execute(_FORGET, (now - RETAIN_DEAD_MS,))
             return Beat({name: until for name, until in conn.execute(_DEAD, (now,))})

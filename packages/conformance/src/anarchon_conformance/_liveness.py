@@ -185,3 +185,25 @@ class LivenessTests(SuiteBase):
         assert isinstance(until, int), f"Beat.dead values are epoch ms (int), not {until!r}"
         assert until <= await conformance.backend_now_ms(), "a record reported dead has not expired"
         assert b.id not in beat.dead
+
+    async def test_a_silent_store_condemns_nobody(self, conformance: Conformance) -> None:
+        """After a silence no beat crossed, the records alive at the last beat are renewed, not reported dead.
+
+        The referee was out (a failover, a restart, the fleet cut off): every
+        owner's record expired together, and the first beat to arrive must not
+        hand the others' runs over (:func:`anarchon.liveness.after_silence`).
+        A record that had expired before the silence stays dead, and a renewed
+        one expires in its turn when its owner does not come back.
+        """
+        early, quiet, first = await conformance.instances(3)
+        await early.beat(TTL_MS)
+        await early.stop_beating()
+        await quiet.beat(TTL_MS)
+        await _seen_dead(first, early)  # ``first`` beats until ``early`` is dead: no silence so far
+        await quiet.beat(TTL_MS)
+        await first.beat(TTL_MS)
+        await asyncio.sleep(TTL_MS * 1.5 / 1000)  # nobody beats: the silence itself is what is tested
+        beat = await first.beat(TTL_MS)
+        assert quiet.id not in beat.dead, f"after a silence of 1.5 TTL the first beat condemned {quiet.id}"
+        assert early.id in beat.dead, f"{early.id} was dead before the silence and was revived by it"
+        await _seen_dead(first, quiet)

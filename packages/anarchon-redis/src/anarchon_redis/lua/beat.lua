@@ -4,7 +4,19 @@
 -- ones are returned as {instance, alive_until, ...}. The drop comes first: a full Redis (maxmemory,
 -- noeviction) refuses a script's first write only when it may grow memory, and lets the rest through
 -- (_full.py), so beats go on and no instance presumes its runs lost while claims are refused.
-local key, now = KEYS[1], now_ms()
+-- A silent store condemns nobody (anarchon.liveness.after_silence): when no beat arrived for more than
+-- half a TTL (the newest record's alive-until minus the TTL), the records alive at that newest beat
+-- are first renewed to now + 2 TTL.
+local key, now, ttl = KEYS[1], now_ms(), tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. num(now - tonumber(ARGV[3])))
-redis.call('ZADD', key, num(now + tonumber(ARGV[2])), ARGV[1])
+local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+if newest[2] then
+  local last = tonumber(newest[2]) - ttl
+  if now - last > ttl * 0.5 then
+    for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, num(last), '+inf')) do
+      redis.call('ZADD', key, num(now + 2 * ttl), member)
+    end
+  end
+end
+redis.call('ZADD', key, num(now + ttl), ARGV[1])
 return redis.call('ZRANGEBYSCORE', key, '-inf', '(' .. num(now), 'WITHSCORES')

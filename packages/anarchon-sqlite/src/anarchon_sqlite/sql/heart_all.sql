@@ -1,0 +1,1 @@
+SELECT instance, alive_until FROM anarchon_instances
