@@ -38,7 +38,7 @@ async def _as_version_11(pg_dsn: str, schema: str) -> None:
 async def test_a_version_11_schema_is_migrated_and_its_runs_read_back_without_earlier_attempts(
     make_backend, pg_dsn, schema, make_job, make_claim, wait_until
 ):
-    assert SCHEMA_VERSION == 13  # 13 replaces the claim functions only: nothing to undo here
+    assert SCHEMA_VERSION == 14  # 13 and 14 replace functions only: nothing to undo here
     old = await make_backend()
     job = make_job("older", lease_ms=300)
     (done,) = await old.claim([make_claim(job, SLOT, "a")])

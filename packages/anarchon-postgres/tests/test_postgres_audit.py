@@ -27,7 +27,7 @@ async def test_the_trail_keeps_the_newest(make_backend):
 async def test_migrate_brings_a_version_10_schema_to_the_trail(
     make_backend, pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ):
-    assert SCHEMA_VERSION == 13  # 13 replaces the claim functions only: nothing to undo here
+    assert SCHEMA_VERSION == 14  # 13 and 14 replace functions only: nothing to undo here
     await make_backend()
     conn = await asyncpg.connect(pg_dsn)
     try:  # the schema as release 10 left it
@@ -44,7 +44,7 @@ async def test_migrate_brings_a_version_10_schema_to_the_trail(
         await look.close()
     url = pg_dsn + ("&" if "?" in pg_dsn else "?") + f"schema={schema}"
     assert await asyncio.to_thread(main, ["migrate", "--backend", url]) == 0  # the CLI runs its own loop
-    assert "schema at version 13" in capsys.readouterr().out
+    assert "schema at version 14" in capsys.readouterr().out
     backend = await make_backend()
     entry_id = await backend.audit_append("report", _entry(1))
     assert await backend.audit_entries(limit=5, job="report") == [(entry_id, _entry(1))]

@@ -37,7 +37,9 @@ the same reason. It only ever delays a take-over, so it cannot make a run
 twice; a process that died during the outage is taken over two TTLs (3 s)
 after the referee is back. Only a fleet whose every heartbeat is slower than
 half a TTL for good keeps renewing a dead record; its runs then wait for
-their lease, as without heartbeats.
+their lease, as without heartbeats. A claim or take-over that reaches the
+store before that first beat likewise counts an expired record as dead only
+while some record is alive.
 """
 
 from __future__ import annotations

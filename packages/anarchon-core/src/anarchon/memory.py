@@ -89,11 +89,16 @@ class MemoryStore:
                 self._alive[instance] = min(self._alive[instance], self.clock() - 1)
 
     def _expired(self, rec: _Record, now: int) -> bool:
-        """The lease ran out, or the owner's heartbeat did (an owner without a record counts as alive)."""
+        """The lease ran out, or the owner's heartbeat did (an owner without a record counts as alive).
+
+        A heartbeat counts only while some record is alive: when every one
+        expired, the store was silent, and the next beat renews them
+        (:func:`anarchon.liveness.after_silence`).
+        """
         if rec.expires_ms <= now:
             return True
         until = self._alive.get(rec.run.instance)
-        return until is not None and until < now
+        return until is not None and until < now <= max(self._alive.values())
 
     def _held(self, book: _Book, now: int, below: int | None = None) -> bool:
         """Whether a run of the job (of a slot below ``below``, if given) holds an unexpired lease: overlap."""

@@ -164,6 +164,7 @@ _MIGRATIONS = (
     _migration("migration_11.sql"),  # audit: every pause, resume, trigger, backfill and schedule change, appended
     _migration("migration_12.sql"),  # runs.earlier: a take-over keeps the attempt it replaces (take_over again)
     _migration("migration_13.sql"),  # claim, claim_batch notify each scheduled slot decided (ranked claims)
+    _migration("migration_14.sql"),  # claims and take-overs condemn no owner while no record is alive
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

@@ -159,8 +159,9 @@ def transaction(conn: sqlite3.Connection, body: Body[T], clock: Callable[[], int
 
 
 # A run counts as expired when its lease ran out or its owner's heartbeat did (an owner
-# without a heartbeat record counts as alive: anarchon.liveness), in every statement below
-# that judges a lease: "instance IN (SELECT instance FROM anarchon_instances WHERE ...)".
+# without a heartbeat record counts as alive; a record counts as expired only while some
+# record is alive: anarchon.liveness), in every statement below that judges a lease:
+# "instance IN (SELECT instance FROM anarchon_instances WHERE ...)".
 
 #: Whether the newest slot won is a dead run (running, lease or heartbeat expired), which this claim supersedes.
 _SELECT_DEAD = statement("store_select_dead")

@@ -207,3 +207,25 @@ class LivenessTests(SuiteBase):
         assert quiet.id not in beat.dead, f"after a silence of 1.5 TTL the first beat condemned {quiet.id}"
         assert early.id in beat.dead, f"{early.id} was dead before the silence and was revived by it"
         await _seen_dead(first, quiet)
+
+    async def test_a_claim_after_a_silence_condemns_nobody(self, conformance: Conformance) -> None:
+        """A claim and a take-over that reach the store before any beat after a silence take nothing over.
+
+        Every record expired together (the store was out); the owner of the
+        running run is alive and will beat and record its run once it finds
+        the store again.
+        """
+        job = conformance.job("hb-silent-claim", overlap="skip")
+        a, b = await conformance.instances(2)
+        first_slot, next_slot = conformance.slots(2)
+        await a.beat(TTL_MS)
+        await b.beat(TTL_MS)
+        grant = await _won(a, job, first_slot)
+        await a.stop_beating()
+        await b.stop_beating()
+        await asyncio.sleep(TTL_MS * 1.5 / 1000)  # nobody beats: the silence itself is what is tested
+        assert [r for r in await b.take_over(job) if r.grant is not None] == [], "a take-over after a silence"
+        result = await b.claim(job, next_slot)
+        assert result.outcome is not Outcome.WON, "the next slot's claim after a silence counted the run as dead"
+        await a.beat(TTL_MS)
+        assert await a.finish(grant), "the owner's record was refused after a silence"

@@ -77,7 +77,7 @@ BEGIN
     -- probed in `instances` per run and statement. A record revived since
     -- belongs to an owner that gave its earlier runs up before it expired
     -- (anarchon.liveness), and the locked jobs get no new run meanwhile.
-    v_dead := ARRAY(SELECT d.instance FROM @schema@.instances d WHERE d.alive_until < v_now);
+    v_dead := ARRAY(SELECT d.instance FROM @schema@.instances d WHERE d.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now));
     -- With nobody dead, only runs whose lease expired can be abandoned: `gone`
     -- then reads the expired end of the index of running runs alone, as
     -- before liveness, instead of every running run of every job.

@@ -54,7 +54,7 @@ BEGIN
                 UPDATE @schema@.runs o SET status = 'abandoned'
                     WHERE o.job = p_job[1] AND o.status = 'running' AND NOT o.manual
                       AND o.slot_ms < p_slot[1] AND (o.expires_ms <= v_now OR EXISTS (
-                          SELECT 1 FROM @schema@.instances hb WHERE hb.instance = o.instance AND hb.alive_until < v_now
+                          SELECT 1 FROM @schema@.instances hb WHERE hb.instance = o.instance AND hb.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now)
                       ))
                     RETURNING slot_ms
             )
@@ -120,7 +120,7 @@ BEGIN
                 ELSIF NOT FOUND AND p_skip[i] AND EXISTS (
                     SELECT 1 FROM @schema@.runs x WHERE x.job = p_job[i] AND x.status = 'running'
                         AND x.expires_ms > v_now AND x.slot_ms < p_slot[i] AND NOT EXISTS (
-                            SELECT 1 FROM @schema@.instances hb WHERE hb.instance = x.instance AND hb.alive_until < v_now
+                            SELECT 1 FROM @schema@.instances hb WHERE hb.instance = x.instance AND hb.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now)
                         )
                 ) THEN
                     -- Delayed past a newer slot's claim: too late to run, but overlapped by an older
@@ -156,7 +156,7 @@ BEGIN
             UPDATE @schema@.runs o SET status = 'abandoned'
                 WHERE NOT p_manual[i] AND o.job = p_job[i] AND o.status = 'running' AND NOT o.manual
                   AND o.slot_ms < p_slot[i] AND (o.expires_ms <= v_now OR EXISTS (
-                      SELECT 1 FROM @schema@.instances hb WHERE hb.instance = o.instance AND hb.alive_until < v_now
+                      SELECT 1 FROM @schema@.instances hb WHERE hb.instance = o.instance AND hb.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now)
                   ))
                 RETURNING slot_ms
         ), prev AS (
@@ -165,7 +165,7 @@ BEGIN
             SELECT p_skip[i] AND EXISTS (
                 SELECT 1 FROM @schema@.runs x WHERE x.job = p_job[i] AND x.status = 'running'
                     AND x.expires_ms > v_now AND NOT EXISTS (
-                        SELECT 1 FROM @schema@.instances hb WHERE hb.instance = x.instance AND hb.alive_until < v_now
+                        SELECT 1 FROM @schema@.instances hb WHERE hb.instance = x.instance AND hb.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now)
                     )
             ) AS skipped
         ), j AS (

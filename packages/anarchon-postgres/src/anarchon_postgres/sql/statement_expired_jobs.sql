@@ -12,3 +12,4 @@ SELECT r.job FROM @schema@.runs r, t WHERE r.status = 'running' AND r.expires_ms
 UNION
 SELECT r.job FROM t, @schema@.instances d JOIN @schema@.runs r ON r.instance = d.instance AND r.status = 'running'
 WHERE d.alive_until < t.now AND d.alive_until >= t.now - $1
+  AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= t.now)

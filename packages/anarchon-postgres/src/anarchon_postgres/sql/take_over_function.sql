@@ -17,7 +17,7 @@ BEGIN
     v_now := @now_ms@;
     SELECT array_agg(DISTINCT r.job ORDER BY r.job) INTO v_jobs FROM @schema@.runs r
         WHERE r.status = 'running' AND r.job = ANY (p_job) AND (r.expires_ms <= v_now OR EXISTS (
-            SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now
+            SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now)
         ));
     IF v_jobs IS NULL THEN
         RETURN;
@@ -34,7 +34,7 @@ BEGIN
             FROM unnest(p_job, p_max_attempts, p_lease) AS u(job, max_attempts, lease)
         ) x ON x.job = r.job
         WHERE r.job = ANY (v_jobs) AND r.status = 'running' AND (r.expires_ms <= v_now OR EXISTS (
-            SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now
+            SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now)
         ))
         ORDER BY r.job, r.slot_ms, r.manual
     LOOP
@@ -44,7 +44,7 @@ BEGIN
             UPDATE @schema@.runs r SET status = 'abandoned'
                 WHERE r.job = c.job AND r.slot_ms = c.slot_ms AND r.manual = c.manual
                   AND r.token = c.token AND r.status = 'running' AND (r.expires_ms <= v_now OR EXISTS (
-                      SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now
+                      SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now)
                   ));
         ELSE
             UPDATE @schema@.jobs SET fencing = fencing + 1 WHERE name = c.job RETURNING fencing INTO v_fencing;
@@ -64,7 +64,7 @@ BEGIN
                     started_at = timestamptz 'epoch' + v_now * interval '1 millisecond'
                 WHERE r.job = c.job AND r.slot_ms = c.slot_ms AND r.manual = c.manual AND r.token = c.token
                   AND r.status = 'running' AND (r.expires_ms <= v_now OR EXISTS (
-                      SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now
+                      SELECT 1 FROM @schema@.instances hb WHERE hb.instance = r.instance AND hb.alive_until < v_now AND EXISTS (SELECT 1 FROM @schema@.instances a WHERE a.alive_until >= v_now)
                   ))
                 RETURNING job, slot_ms, manual, token, attempt, fencing, catch_up, missed, started_at, lease_ms
                 INTO o_job, o_slot_ms, o_manual, o_token, o_attempt, o_fencing, o_catch_up, o_missed,

@@ -1,1 +1,1 @@
-UPDATE anarchon_runs INDEXED BY anarchon_runs_running SET status = 'abandoned' WHERE job = ?1 AND status = 'running' AND manual = 0 AND slot_ms < ?2 AND (expires_ms <= ?3 OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3))
+UPDATE anarchon_runs INDEXED BY anarchon_runs_running SET status = 'abandoned' WHERE job = ?1 AND status = 'running' AND manual = 0 AND slot_ms < ?2 AND (expires_ms <= ?3 OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3 AND EXISTS (SELECT 1 FROM anarchon_instances WHERE alive_until >= ?3)))

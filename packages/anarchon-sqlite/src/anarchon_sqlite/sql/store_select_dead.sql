@@ -1,1 +1,1 @@
-SELECT 1 FROM anarchon_runs WHERE job = ?1 AND slot_ms = ?2 AND manual = 0 AND status = 'running' AND (expires_ms <= ?3 OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3))
+SELECT 1 FROM anarchon_runs WHERE job = ?1 AND slot_ms = ?2 AND manual = 0 AND status = 'running' AND (expires_ms <= ?3 OR instance IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3 AND EXISTS (SELECT 1 FROM anarchon_instances WHERE alive_until >= ?3)))

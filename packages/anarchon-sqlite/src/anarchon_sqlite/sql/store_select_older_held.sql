@@ -1,1 +1,1 @@
-SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running WHERE job = ?1 AND status = 'running' AND expires_ms > ?3 AND slot_ms < ?2 AND instance NOT IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3) LIMIT 1
+SELECT 1 FROM anarchon_runs INDEXED BY anarchon_runs_running WHERE job = ?1 AND status = 'running' AND expires_ms > ?3 AND slot_ms < ?2 AND instance NOT IN (SELECT instance FROM anarchon_instances WHERE alive_until < ?3 AND EXISTS (SELECT 1 FROM anarchon_instances WHERE alive_until >= ?3)) LIMIT 1
