@@ -271,6 +271,28 @@ class FleetTests(FleetControlTests, SuiteBase):
         assert report.skipped == 0, [(r.job, r.slot_ms) for r in report.rows if r.outcome == "skipped (overlap)"]
         assert report.slots >= 20 * 5, f"only {report.slots} slots in the window"
 
+    @requires("multi_process", "lease")
+    def test_instances_joining_and_leaving_miss_and_double_nothing(self, fleet: FleetMaker) -> None:
+        """Issue 37: two instances stay while others join and leave about every second; every slot runs once.
+
+        Each change moves the fleet's view, so ranked claims may rank a slot
+        differently on two instances for a moment: the referee still lets one
+        run it, and a slot whose rank-0 instance left is still claimed by its
+        backups. ``chaos/churn.py`` runs the same for minutes.
+        """
+        with fleet(instances=2, jobs=20) as f:
+            f.start()
+            since = (f.ready_ms or 0) + 1000
+            changes = f.churn(time.monotonic() + 20, seed=37, gap_s=1.0)
+            time.sleep(2)
+            f.stop()
+            report = f.report(since_ms=since)
+        print(f"churn, {changes} joins and leaves: {report.summary()}")
+        assert changes >= 8, f"only {changes} joins and leaves"
+        assert report.duplicates == 0, report.duplicate_slots
+        assert report.missed == 0, (report.missed_slots, _near(f, report.missed_slots))
+        assert report.skipped == 0, [(r.job, r.slot_ms) for r in report.rows if r.outcome == "skipped (overlap)"]
+
     @requires("multi_process", lease=False)
     def test_kill_9_of_a_runner_loses_its_run_on_a_claim_backend(
         self, fleet: FleetMaker, fleet_backend: dict[str, Any]

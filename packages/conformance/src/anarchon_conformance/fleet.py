@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import select
 import signal
 import subprocess
@@ -241,6 +242,31 @@ class Fleet:
             fresh.append(self.restart(timeout))
             time.sleep(pause_s)
         return fresh
+
+    def churn(self, until: float, *, seed: int, extra: int = 2, gap_s: float = 2.0, timeout: float = 60.0) -> int:
+        """Instances join and leave, as an autoscaler makes them: the first :attr:`count` keep running.
+
+        Every ``gap_s`` (±50 %, seeded), either a new process starts and is
+        ready (while fewer than ``extra`` others run) or one of those others
+        gets SIGTERM (a graceful stop: its runs handed over, its registry
+        entry dropped), until ``time.monotonic()`` passes ``until``. Each
+        change moves every instance's view of the fleet, so ranked claims
+        rank the same slot differently on two instances for a moment.
+        Returns how many joins and leaves there were.
+        """
+        rng = random.Random(seed)
+        changes = 0
+        while time.monotonic() < until:
+            time.sleep(gap_s * rng.uniform(0.5, 1.5))
+            others = [m for m in self.alive() if m.index >= self.count]
+            if others and (len(others) >= extra or rng.random() < 0.5):
+                leaving = rng.choice(others)
+                leaving.process.send_signal(signal.SIGTERM)
+                leaving.process.wait(timeout)
+            else:
+                self.restart(timeout)
+            changes += 1
+        return changes
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM every live instance (a graceful stop) and wait for them."""
