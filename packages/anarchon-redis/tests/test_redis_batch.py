@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from dataclasses import replace
+from typing import Any
 
 from anarchon.backend import Outcome, fencing_floor
+from anarchon.run import RunStatus
 from anarchon_redis import _scripts as S
 
-from .conftest import Store, claim, make_job
+from .conftest import RedisServer, Store, claim, make_job
 
 
 async def test_a_batch_over_several_scripts_answers_each_claim_alone(single: Store) -> None:
@@ -37,3 +41,43 @@ def test_the_batch_script_runs_the_claim_script_unchanged() -> None:
     body = (S._LUA / "claim.lua").read_text(encoding="utf-8")
     assert body in S.CLAIM_MANY.source
     assert S.CLAIM_MANY.sha != S.CLAIM.sha
+
+
+async def test_finishes_of_one_batch_go_as_one_script_each_answered_alone(private_server: RedisServer) -> None:
+    """Finishes gathered together: one FINISH_MANY script; a stale token's finish is refused, the rest recorded.
+
+    On a server of its own: its script calls are counted, and nothing else may make any.
+    """
+    single = Store(private_server.url, "single")
+    a = await single.backend()
+    jobs = [make_job(f"fin-{i:03d}") for i in range(300)]  # two scripts: 250 and 50
+    results = await a.claim([claim(j, 1000, "a") for j in jobs])
+    grants = [r.grant for r in results if r.grant is not None]
+    assert len(grants) == len(jobs)
+    runs = [(await a.history(g.job))[0].replace(status=RunStatus.SUCCEEDED) for g in grants]
+    stale = replace(grants[7], token="not-the-token")
+    raw = single.raw()
+    try:
+        await raw.script_load(S.FINISH_MANY.source)  # counted once: EVALSHA, not NOSCRIPT then EVAL
+        before = await _script_calls(raw)
+        answers = await asyncio.gather(
+            *(a.finish(stale if i == 7 else g, run) for i, (g, run) in enumerate(zip(grants, runs, strict=True)))
+        )
+        calls = await _script_calls(raw) - before
+    finally:
+        await raw.aclose()
+    assert answers == [i != 7 for i in range(len(jobs))], "each finish answered as if sent alone"
+    assert calls == 2, f"{len(jobs)} finishes of one batch took {calls} script calls, not 2 FINISH_MANY"
+    assert (await a.history("fin-000"))[0].status is RunStatus.SUCCEEDED
+    assert (await a.history("fin-007"))[0].status is RunStatus.RUNNING
+    await a.close()
+
+
+async def _script_calls(raw: Any) -> int:
+    stats = await raw.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("evalsha", "eval"))
+
+
+def test_the_finish_batch_script_runs_the_finish_script_unchanged() -> None:
+    body = (S._LUA / "finish.lua").read_text(encoding="utf-8")
+    assert body in S.FINISH_MANY.source

@@ -26,6 +26,9 @@ __all__ = ["Call", "CallsMixin", "keep_cancellation"]
 Call = tuple[S.Script, list[str], list[Any]]
 T = TypeVar("T")
 
+#: Finishes per ``FINISH_MANY`` script on one server (:meth:`CallsMixin._calls_apart`).
+FINISHES_PER_SCRIPT = 250
+
 
 class CallsMixin:
     """Mixed into :class:`~anarchon_redis.RedisBackend`."""
@@ -103,8 +106,36 @@ class CallsMixin:
         return results, reached
 
     async def _calls_apart(self, calls: Sequence[Call]) -> list[Any]:
-        """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out."""
-        return await self._calls(calls, strict=0)
+        """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out.
+
+        On one server the finishes of a batch go as ``FINISH_MANY`` scripts of
+        up to :data:`FINISHES_PER_SCRIPT`: one script call per batch instead of
+        one per run (a script call costs the server more than the few commands
+        of a finish), as claims go as ``CLAIM_MANY``.
+        """
+        finishes = [i for i, call in enumerate(calls) if call[0] is S.FINISH]
+        if self.cluster or len(finishes) < 2:  # on a cluster the runs' keys span slots
+            return await self._calls(calls, strict=0)
+        hint = self._hint()
+        parts = [finishes[i : i + FINISHES_PER_SCRIPT] for i in range(0, len(finishes), FINISHES_PER_SCRIPT)]
+        sent = [call for call in calls if call[0] is not S.FINISH]
+        for part in parts:
+            per_keys = len(calls[part[0]][1]) - len(hint)
+            keys = [key for i in part for key in calls[i][1][:per_keys]]
+            args: list[Any] = [per_keys, len(calls[part[0]][2]), *(arg for i in part for arg in calls[i][2])]
+            sent.append((S.FINISH_MANY, keys + hint, args))
+        replies = await self._calls(sent, strict=0)
+        out: list[Any] = [None] * len(calls)
+        others = iter(replies[: len(sent) - len(parts)])
+        for i, call in enumerate(calls):
+            if call[0] is not S.FINISH:
+                out[i] = next(others)
+        for part, reply in zip(parts, replies[len(sent) - len(parts) :], strict=True):
+            each = reply if isinstance(reply, list) and len(reply) == len(part) else [reply] * len(part)
+            for i, answer in zip(part, each, strict=True):
+                refused = refused_for_memory(answer)  # a refusal inside the script comes back per call
+                out[i] = await self._full.error(self._redis(), calls[i][1][0]) if refused else answer
+        return out
 
     async def _pipeline(
         self, commands: list[_replicas.Command], replicas: int | Mapping[str, int] = 0

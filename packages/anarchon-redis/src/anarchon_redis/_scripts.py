@@ -37,6 +37,7 @@ __all__ = [
     "CLAIM_PAUSED",
     "DUE",
     "FINISH",
+    "FINISH_MANY",
     "HAND_OVER",
     "HISTORY",
     "LEAVE",
@@ -106,6 +107,7 @@ CLAIM = load("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", 
 CLAIM_MANY = many("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", "read_state", "dead")
 RENEW = load("renew", "now_ms", "num", "sync_hint", "decode", "owned")
 FINISH = load("finish", "has", "sync_hint")
+FINISH_MANY = many("finish", "has", "sync_hint")
 HAND_OVER = load("hand_over", "now_ms", "num", "sync_hint", "decode", "owned")
 TAKE_OVER = load("take_over", "now_ms", "num", "sync_hint", "next_expiry", "decode", "read_state", "dead")
 HISTORY = load("history")
