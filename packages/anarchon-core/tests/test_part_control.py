@@ -7,6 +7,7 @@ backend; ``looptime`` fast-forwards their polls.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from anarchon._pausegate import PauseGate
 from anarchon._registry import JobRegistry
 from anarchon._runlog import RunLog
 from anarchon._tasks import Tasks
-from anarchon.control import CONTROL_POLL_MS
+from anarchon.control import CONTROL_NOTIFIED_POLL_MS, CONTROL_POLL_MS
 from anarchon.job import Job
 from anarchon.observers import Observers
 from anarchon.plugins import PluginManager
@@ -32,8 +33,8 @@ START_MS = 1_790_000_000_000
 class Instance:
     """One instance's control loop and what it needs, over a store shared with the others."""
 
-    def __init__(self, name: str, store: MemoryStore, clock: LoopClock) -> None:
-        self.backend = MemoryBackend(store)
+    def __init__(self, name: str, store: MemoryStore, clock: LoopClock, notices: bool = True) -> None:
+        self.backend = MemoryBackend(store) if notices else _Polled(store)
         self.polls = 0
         self.ran: list[tuple[str, Grant]] = []
         observers = Observers(PluginManager(entry_points=False), scheduler=None)  # type: ignore[arg-type]
@@ -64,10 +65,16 @@ class Instance:
         self.ran.append((job.name, grant))
 
 
-def _fleet(n: int) -> list[Instance]:
+class _Polled(MemoryBackend):
+    """The memory backend as one without ``control_notify``: its instances poll twice a second."""
+
+    capabilities = dataclasses.replace(MemoryBackend.capabilities, control_notify=False)
+
+
+def _fleet(n: int, notices: bool = True) -> list[Instance]:
     clock = LoopClock(START_MS)
     store = MemoryStore(clock=clock.now_ms)
-    return [Instance(f"i{k}", store, clock) for k in range(n)]
+    return [Instance(f"i{k}", store, clock, notices) for k in range(n)]
 
 
 async def test_a_run_request_is_taken_by_exactly_one_instance_and_marked_done() -> None:
@@ -96,8 +103,8 @@ async def test_a_pause_read_by_a_poll_reaches_the_gate_and_a_resume_lifts_it() -
     assert after is None or not after.paused
 
 
-async def test_the_loop_polls_about_once_a_period_until_it_stops() -> None:
-    (a,) = _fleet(1)
+async def test_without_notices_the_loop_polls_about_once_a_period_until_it_stops() -> None:
+    (a,) = _fleet(1, notices=False)
     task = asyncio.ensure_future(a.loop.run_forever())
     seconds = 60
     await asyncio.sleep(seconds)
@@ -106,3 +113,21 @@ async def test_the_loop_polls_about_once_a_period_until_it_stops() -> None:
     period = CONTROL_POLL_MS / 1000
     # Each wait is the period times 0.75-1.25, so the count lies between these.
     assert seconds / (1.25 * period) - 1 <= a.polls <= seconds / (0.75 * period) + 1
+
+
+async def test_with_notices_a_pause_is_read_when_told_and_the_poll_comes_every_10_s() -> None:
+    a, b = _fleet(2)
+    task = asyncio.ensure_future(a.loop.run_forever())
+    seconds = 60
+    await asyncio.sleep(seconds)
+    period = CONTROL_NOTIFIED_POLL_MS / 1000
+    # One poll when the watch subscribed, then one per 7.5-12.5 s.
+    assert seconds / (1.25 * period) <= a.polls <= seconds / (0.75 * period) + 2
+    before = a.polls
+    await b.backend.pause("report", reason="told", by="ops")
+    await asyncio.sleep(0.05)  # loop time: the next poll without the notice is seconds away
+    state = a.gate.known("report")
+    assert state is not None and state.paused, "a pause told to the instance was not read at once"
+    assert a.polls == before + 1
+    a.stopped = True
+    await task

@@ -14,6 +14,7 @@ from anarchon_conformance import (
     BackendSuite,
     BackfillTests,
     ClaimTests,
+    ControlNotifyTests,
     DecidedNotifyTests,
     HistoryLimitTests,
     LeaseTests,
@@ -95,6 +96,7 @@ class TestRedisClusterConformance(
     ScheduleStoreTests,
     ScheduleNotifyTests,
     DecidedNotifyTests,
+    ControlNotifyTests,
     AuditTests,
 ):
     @pytest.fixture

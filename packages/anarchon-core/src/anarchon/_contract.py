@@ -103,6 +103,21 @@ class SteeringContract(OptionalPart):
         """Forget requests whose manual claim was decided (won or lost: a record exists)."""
         raise self._unsupported("run_requests_done()", "trigger")
 
+    async def watch_control(self, changed: Callable[[], None]) -> None:
+        """Call ``changed`` whenever a pause, a resume or a run request is written, until cancelled.
+
+        ``capabilities.control_notify``. Also once each time the subscription
+        is made (the first time, and again after a lost connection), since
+        what was written meanwhile was not heard: the caller then reads the
+        state. Best effort otherwise, like :meth:`watch_decided`: it never
+        raises for a lost connection, subscribes again, and returns only when
+        cancelled; the caller still reads the state every
+        :data:`~anarchon.control.CONTROL_NOTIFIED_POLL_MS`. A backend that
+        cannot listen as it is set up (PostgreSQL on a caller's pool) returns
+        at once, and the caller reads the state twice a second instead.
+        """
+        raise self._unsupported("watch_control()", "control_notify")
+
 
 class RegistryContract(OptionalPart):
     """The fleet registry: ``capabilities.registry`` (see :mod:`anarchon.fleet`)."""

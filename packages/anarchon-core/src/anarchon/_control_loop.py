@@ -1,5 +1,10 @@
 """The control poll: every instance reads the pauses and the run requests, twice a second.
 
+With ``capabilities.control_notify`` the backend tells each instance when a
+pause, a resume or a request was written, so it reads them then, and every
+:data:`~anarchon.control.CONTROL_NOTIFIED_POLL_MS` in case a notice was lost:
+two reads every 10 s instead of four a second per instance.
+
 Each pass reads the namespace's pauses into the :class:`PauseGate` the claim
 path consults, then the run requests (``trigger``) for jobs this instance
 has. Every instance that sees a request claims it as a manual run of the
@@ -12,6 +17,7 @@ a backup takes it over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -23,7 +29,8 @@ from ._registry import JobRegistry
 from ._tasks import Tasks
 from .backend import Backend, Grant, Outcome
 from .clock import Clock
-from .control import CONTROL_POLL_MS, RunRequest
+from .control import CONTROL_NOTIFIED_POLL_MS, CONTROL_POLL_MS, RunRequest
+from .errortext import error_text
 from .job import Job
 
 __all__ = ["ControlLoop"]
@@ -58,10 +65,28 @@ class ControlLoop:
         self._stopping = stopping
 
     async def run_forever(self) -> None:
-        while not self._stopping():
-            await asyncio.sleep(CONTROL_POLL_MS / 1000 * random.uniform(0.75, 1.25))
-            if not self._stopping():
-                await self.poll()
+        """Poll twice a second; with ``capabilities.control_notify``, when told and every 10 s.
+
+        A watch that ended (it should not: it subscribes again by itself)
+        leaves the instance polling twice a second, as without notices.
+        """
+        changed = asyncio.Event()
+        watch = None
+        if self._backend.capabilities.control_notify:
+            watch = asyncio.ensure_future(self._backend.watch_control(changed.set))
+            watch.add_done_callback(_ended)
+        try:
+            while not self._stopping():
+                every = CONTROL_NOTIFIED_POLL_MS if watch is not None and not watch.done() else CONTROL_POLL_MS
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(changed.wait(), every / 1000 * random.uniform(0.75, 1.25))
+                changed.clear()  # before the poll: a notice during it makes another
+                if not self._stopping():
+                    await self.poll()
+        finally:
+            if watch is not None:
+                watch.cancel()
+                await asyncio.wait([watch])
 
     async def refresh_pauses(self) -> bool:
         """Read the pauses; at start this comes before the first claim, so a restart never runs a paused slot."""
@@ -115,3 +140,9 @@ class ControlLoop:
                 await self._backend.run_requests_done(done)
             except Exception as exc:  # taken again on the next poll: its claim is then lost, and forgotten
                 self._health.failed("run_requests_done", exc)
+
+
+def _ended(watch: asyncio.Future[None]) -> None:
+    error = None if watch.cancelled() else watch.exception()
+    if error is not None:
+        log.warning("control notices stopped (%s): pauses and run requests are read twice a second", error_text(error))

@@ -1,16 +1,19 @@
 """Pauses and run requests of a :class:`~anarchon.memory.MemoryStore`: the reference for the server backends.
 
 Kept beside the store's books, under the store's one lock, so a paused claim
-is decided in the same atomic step as any other claim of the job.
+is decided in the same atomic step as any other claim of the job. Each pause,
+resume and request tells the watchers of :meth:`ControlMixin.watch_control`
+(capability ``control_notify``), as the server backends notify theirs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ._memory_book import Record, Store
+from ._memory_decided import MemoryDecided
 from .claims import Claim, ClaimResult, Outcome
 from .control import REQUEST_TTL_MS, PauseState, RunRequest, paused_run
 from .run import RunStatus
@@ -23,13 +26,19 @@ class MemoryControl:
         self._store = store
         self._pauses: dict[str, PauseState] = {}
         self._requests: dict[tuple[str, int], RunRequest] = {}
+        #: Watchers told of each change (the same fan-out as decided slots, with no payload).
+        self.watchers = MemoryDecided()
+
+    def _told(self) -> None:
+        self.watchers.tell((("", 0),))
 
     def pause(self, job: str, reason: str | None, by: str | None) -> PauseState:
         with self._store._lock:
             old = self._pauses.get(job)
             since = old.since_ms if old is not None and old.paused else self._store.clock()
             state = self._pauses[job] = PauseState(job, since, None, reason, by)
-            return state
+        self._told()
+        return state
 
     def resume(self, job: str) -> PauseState | None:
         with self._store._lock:
@@ -37,7 +46,8 @@ class MemoryControl:
             if old is None or not old.paused:
                 return None
             state = self._pauses[job] = dataclasses.replace(old, until_ms=max(old.since_ms, self._store.clock()))
-            return state
+        self._told()
+        return state
 
     def forget(self, job: str) -> None:
         """Drop the job's pause (the store's lock held: a removed schedule's state goes)."""
@@ -75,7 +85,8 @@ class MemoryControl:
             while (job, slot) in self._requests:
                 slot += 1
             request = self._requests[job, slot] = RunRequest(job, slot, by)
-            return request
+        self._told()
+        return request
 
     def run_requests(self) -> list[RunRequest]:
         with self._store._lock:
@@ -121,3 +132,7 @@ class ControlMixin:
 
     async def run_requests_done(self, requests: Sequence[RunRequest]) -> None:
         self.store.control.run_requests_done(requests)
+
+    async def watch_control(self, changed: Callable[[], None]) -> None:
+        changed()  # subscribed: what came before was not heard
+        await self.store.control.watchers.watch(lambda _: changed())

@@ -2,7 +2,8 @@
 
 The reference for the server backends' ``PUBLISH`` and ``NOTIFY``: each claim
 call that decided scheduled slots tells every :meth:`MemoryDecided.watch` once,
-in whichever thread's event loop it watches.
+in whichever thread's event loop it watches. The control notices
+(``_memory_control``) use the same fan-out.
 """
 
 from __future__ import annotations

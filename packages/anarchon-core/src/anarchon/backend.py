@@ -148,6 +148,12 @@ Decided slots (optional, ``capabilities.decided_notify``; see :mod:`anarchon._ra
       watchers, and :meth:`~Backend.watch_decided` hears it, best effort: a
       later-ranked instance sends no claim for a slot it heard decided.
 
+Control notices (optional, ``capabilities.control_notify``):
+
+    * A pause, a resume or a run request tells the namespace's watchers, and
+      :meth:`~Backend.watch_control` hears it, best effort: the instances read
+      the control state when told, and every ``CONTROL_NOTIFIED_POLL_MS``.
+
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
 recover its connection by itself on a later call.

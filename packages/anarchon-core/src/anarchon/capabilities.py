@@ -62,6 +62,10 @@ class Capabilities:
     #: PostgreSQL ``NOTIFY``; :meth:`Backend.watch_decided`): ranked claims (:mod:`anarchon._rank`)
     #: then send no claim for a slot already decided, so the referee's work stays flat in fleet size.
     decided_notify: bool = False
+    #: The store tells every instance when a pause, a resume or a run request was written
+    #: (:meth:`Backend.watch_control`): instances then read the control state when told, and
+    #: every :data:`~anarchon.control.CONTROL_NOTIFIED_POLL_MS` besides, instead of twice a second.
+    control_notify: bool = False
 
     @property
     def kind(self) -> str:

@@ -24,10 +24,13 @@ from dataclasses import dataclass
 from .claims import Claim
 from .run import Run, RunStatus, ms_to_datetime
 
-__all__ = ["CONTROL_POLL_MS", "REQUEST_TTL_MS", "PauseState", "RunRequest", "paused_run"]
+__all__ = ["CONTROL_NOTIFIED_POLL_MS", "CONTROL_POLL_MS", "REQUEST_TTL_MS", "PauseState", "RunRequest", "paused_run"]
 
 #: Longest pause between two control polls of an instance (pauses and run requests).
 CONTROL_POLL_MS = 500
+#: The same with ``capabilities.control_notify``, whose notices wake the poll at once: the
+#: bound on a change whose notice was lost.
+CONTROL_NOTIFIED_POLL_MS = 10_000
 #: A run request no instance took within this long is dropped: a fleet that starts an hour
 #: later must not run what someone asked for an hour ago.
 REQUEST_TTL_MS = 300_000

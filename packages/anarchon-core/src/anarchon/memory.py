@@ -355,6 +355,7 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, Lea
         audit=True,
         attempts=True,
         decided_notify=True,
+        control_notify=True,
     )
     store: MemoryStore
 

@@ -7,6 +7,7 @@ recorded ``paused`` once. Every other statement here is one short query.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Sequence
@@ -43,6 +44,7 @@ class _Statements:
     request: str
     requests: str
     done: str
+    notify: str
 
 
 @functools.lru_cache(maxsize=64)
@@ -81,11 +83,18 @@ class ControlMixin:
 
     async def pause(self, job: str, *, reason: str | None = None, by: str | None = None) -> PauseState:
         (row,) = await self._one("pause", _statements(self.schema).pause, job, reason, by)
+        await self._tell_control(job)
         return _state(row)
 
     async def resume(self, job: str, *, by: str | None = None) -> PauseState | None:
         rows = await self._one("resume", _statements(self.schema).resume, job)
+        await self._tell_control(job)
         return _state(rows[0]) if rows else None
+
+    async def _tell_control(self, job: str) -> None:
+        """Notify the change on the schema's control channel (after its commit); one lost is read by the 10 s poll."""
+        with contextlib.suppress(Exception):
+            await self._one("notify", _statements(self.schema).notify, job)
 
     async def pauses(self) -> list[PauseState]:
         if self._read_only and (self.schema_version or 0) < PAUSES_SINCE:
@@ -121,6 +130,7 @@ class ControlMixin:
         for _ in range(_REQUEST_TRIES):
             rows = await self._one("request_run", _statements(self.schema).request, job, by, REQUEST_TTL_MS)
             if rows:
+                await self._tell_control(job)
                 return RunRequest(job, rows[0][0], by)
         raise RuntimeError(f"request_run({job!r}): {_REQUEST_TRIES} concurrent requests took every slot; try again")
 

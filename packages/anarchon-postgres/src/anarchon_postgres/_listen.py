@@ -14,7 +14,11 @@ The same connection also listens on the schema's decided channel
 (:func:`._schema.decided_channel`, capability ``decided_notify``), where the
 claim functions (migration 13) notify each scheduled slot they record, so
 ranked claims cost no connection more. ``watch_decided`` adds its channel to
-the listener and makes the subscription if no schedule wait made it yet.
+the listener and makes the subscription if no schedule wait made it yet. The
+control channel (:func:`._schema.control_channel`, capability
+``control_notify``) is heard the same way: each pause, resume and run request
+is notified after its commit, so the instances read them when told instead of
+twice a second.
 
 A backend on a caller's ``pool`` does not listen: it does not know how that
 pool connects, and a connection held for good from it would be one the
@@ -35,7 +39,7 @@ from anarchon.backend import Backend, read_decided
 from anarchon.listener import RETRY_S, ScheduleListener
 
 from ._full import NoFreeConnection
-from ._schema import decided_channel, quote_schema, render_sql, schedules_channel
+from ._schema import control_channel, decided_channel, quote_schema, render_sql, schedules_channel
 
 __all__ = ["NotifyMixin", "PostgresListener"]
 
@@ -75,9 +79,15 @@ class PostgresListener(ScheduleListener):
         await asyncio.wait_for(conn.add_listener(self.channel, self._heard), self._timeout)
         for channel in list(self._also):
             await asyncio.wait_for(conn.add_listener(channel, self._heard_also), self._timeout)
+        for handed in list(self._also.values()):
+            handed("")  # a subscription made (again): what came before it was not heard
 
     async def also(self, channel: str, handed: Callable[[str], None]) -> None:
-        """Hear ``channel`` too, on this subscription and every one made again after it."""
+        """Hear ``channel`` too, on this subscription and every one made again after it.
+
+        ``handed`` gets each notice's payload, and ``""`` each time the
+        subscription is made again, since what came before it was not heard.
+        """
         self._also[channel] = handed
         conn = self._conn
         if conn is not None and not conn.is_closed():
@@ -153,6 +163,22 @@ class NotifyMixin:
             while True:  # the schedule wait keeps the subscription; this makes it when nobody waits
                 await listener.ensure()
                 await asyncio.sleep(RETRY_S)
+        finally:
+            listener.drop(channel)
+
+    async def watch_control(self, changed: Callable[[], None]) -> None:
+        """Pauses, resumes and run requests on the stored-schedule listener's connection, until cancelled."""
+        if not self._own_pool or self._read_only:
+            return  # no connection of its own: the instance polls twice a second
+        channel = control_channel(self.schema)
+        listener = self._schedule_listener()
+        await listener.also(channel, lambda _: changed())
+        try:
+            await listener.ensure()
+            changed()  # listening now: what came before was not heard
+            while True:  # the schedule wait keeps the subscription; this makes it when nobody waits
+                await asyncio.sleep(RETRY_S)
+                await listener.ensure()
         finally:
             listener.drop(channel)
 

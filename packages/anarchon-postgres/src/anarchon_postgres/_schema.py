@@ -23,6 +23,7 @@ import asyncpg  # type: ignore[import-untyped]
 __all__ = [
     "SCHEMA_VERSION",
     "check_schema_name",
+    "control_channel",
     "decided_channel",
     "ensure_schema",
     "installed_version",
@@ -86,6 +87,14 @@ def decided_channel(schema: str) -> str:
     return _channel("decided", schema)
 
 
+def control_channel(schema: str) -> str:
+    """The channel each pause, resume and run request of the schema is notified on (the job's name).
+
+    ``anarchon_control_<schema>``, made as :func:`schedules_channel` is.
+    """
+    return _channel("control", schema)
+
+
 def _channel(kind: str, schema: str) -> str:
     channel = f"anarchon_{kind}_{check_schema_name(schema)}"
     if len(channel) > _NAME_MAX:
@@ -116,7 +125,7 @@ def render_sql(name: str, quoted_schema: str) -> str:
     the schema name, which must come quoted from :func:`quote_schema` (checked
     again here), ``@now_ms@`` by the server-clock expression, ``@channel@`` by
     the schema's :func:`schedules_channel` in quotes, ``@decided@`` by its
-    :func:`decided_channel` in quotes. Any other placeholder is
+    :func:`decided_channel` in quotes, ``@control@`` by its :func:`control_channel`. Any other placeholder is
     a bug in the file and fails loudly.
     """
     if not (quoted_schema.startswith('"') and quoted_schema.endswith('"')):
@@ -129,6 +138,7 @@ def render_sql(name: str, quoted_schema: str) -> str:
         "now_ms": _NOW_MS,
         "channel": f"'{schedules_channel(schema)}'",
         "decided": f"'{decided_channel(schema)}'",
+        "control": f"'{control_channel(schema)}'",
     }
 
     def fill(m: re.Match[str]) -> str:

@@ -102,6 +102,7 @@ class PostgresBackend(
         audit=True,
         attempts=True,
         decided_notify=True,
+        control_notify=True,
     )
 
     def __init__(

@@ -62,6 +62,8 @@ class ControlMixin:
 
         def _redis(self) -> Any: ...
 
+        async def _tell_control(self, job: str) -> None: ...
+
         async def _calls(
             self, calls: Sequence[tuple[S.Script, list[str], list[Any]]], *, strict: int | None = None
         ) -> list[Any]: ...
@@ -78,6 +80,7 @@ class ControlMixin:
         since = await self._call(S.PAUSE, [self._keys.job(job).state], [reason or "", by or ""])
         state = PauseState(job, int(since), None, reason, by)
         await self._redis().hset(self._pauses_key, job, _state_json(state))
+        await self._tell_control(job)
         return state
 
     async def resume(self, job: str, *, by: str | None = None) -> PauseState | None:
@@ -87,6 +90,7 @@ class ControlMixin:
         reason, paused_by = text(reply[2]) or None, text(reply[3]) or None
         state = PauseState(job, int(reply[0]), int(reply[1]), reason, paused_by)
         await self._redis().hset(self._pauses_key, job, _state_json(state))
+        await self._tell_control(job)
         return state
 
     async def pauses(self) -> list[PauseState]:
@@ -103,6 +107,7 @@ class ControlMixin:
 
     async def request_run(self, job: str, *, by: str | None = None) -> RunRequest:
         slot = await self._call(S.REQUEST, [self._requests_key], [job, by or "", REQUEST_TTL_MS])
+        await self._tell_control(job)
         return RunRequest(job, int(slot), by)
 
     async def run_requests(self) -> list[RunRequest]:

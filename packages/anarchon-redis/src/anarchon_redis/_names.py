@@ -90,6 +90,11 @@ class Keyspace:
         return f"{self.prefix}decided"
 
     @property
+    def control_channel(self) -> str:
+        """Where each pause, resume and run request is published (the job's name): the prefix, then ``control``."""
+        return f"{self.prefix}control"
+
+    @property
     def audit(self) -> tuple[str, str]:
         """The audit trail's keys (the stream, its id counter), under one hash tag: one slot on a cluster."""
         tag = f"{self.prefix}{{audit}}:"

@@ -148,16 +148,39 @@ class NotifyMixin:
         return bool(any(wait.values()) if isinstance(wait, dict) else wait)
 
     async def watch_decided(self, heard: Callable[[Sequence[tuple[str, int]]], None]) -> None:
-        """Subscribe to the decided slots (``"<job> <slot>"`` each) on a connection of its own, until cancelled.
+        """Subscribe to the decided slots (``"<job> <slot>"`` each) on a connection of its own, until cancelled."""
 
-        A notice missed while the subscription was down costs a claim answered lost, nothing
-        more, so a failure is logged at DEBUG and the subscription made again after a pause.
+        def told(payload: str) -> None:
+            decided = read_decided(payload)
+            for job, slot in decided:
+                self._known.heard(job, slot)  # what this client's next claims tell Redis
+            if not self._claims_wait_for_replicas():
+                heard(decided)
+
+        await self._watch(self._keys.decided_channel, told, None)
+
+    async def watch_control(self, changed: Callable[[], None]) -> None:
+        """Subscribe to ``<prefix>control``, where pauses, resumes and run requests are published, until cancelled."""
+        await self._watch(self._keys.control_channel, lambda _: changed(), changed)
+
+    async def _tell_control(self, job: str) -> None:
+        """Publish a control change (after it was written); one lost is read by the 10 s poll."""
+        with contextlib.suppress(Exception):
+            await self._redis().publish(self._keys.control_channel, job)
+
+    async def _watch(self, channel: str, told: Callable[[str], None], subscribed: Callable[[], None] | None) -> None:
+        """Hear ``channel`` on a connection of its own, until cancelled; ``subscribed`` after each subscription.
+
+        A notice missed while the subscription was down costs a claim answered lost, or a control
+        change read at the next poll, nothing more, so a failure is logged at DEBUG and the
+        subscription made again after a pause; redis-py subscribes again by itself after it
+        reconnects, and says so with another ``subscribe`` message.
         """
         timeout = self.connect_timeout_ms / 1000
         while True:
             pubsub = self._redis().pubsub()
             try:
-                await asyncio.wait_for(keep_cancellation(pubsub.subscribe(self._keys.decided_channel)), timeout)
+                await asyncio.wait_for(keep_cancellation(pubsub.subscribe(channel)), timeout)
                 while True:
                     # Each call in a task of its own: redis-py swallows a cancel that comes while it
                     # connects again (after a restart), and the watch then never ended.
@@ -165,15 +188,13 @@ class NotifyMixin:
                     if message is None:
                         await asyncio.wait_for(keep_cancellation(pubsub.ping()), timeout)
                     elif text(message["type"]) == "message":
-                        decided = read_decided(text(message["data"]))
-                        for job, slot in decided:
-                            self._known.heard(job, slot)  # what this client's next claims tell Redis
-                        if not self._claims_wait_for_replicas():
-                            heard(decided)
+                        told(text(message["data"]))
+                    elif text(message["type"]) == "subscribe" and subscribed is not None:
+                        subscribed()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.debug("%r: the subscription to decided slots failed: %s; subscribing again", self, exc)
+                log.debug("%r: the subscription to %s failed: %s; subscribing again", self, channel, exc)
                 await asyncio.sleep(timeout)
             finally:
                 with contextlib.suppress(Exception):

@@ -5,7 +5,7 @@ tag ``{<job>}``; lease expiry is judged on Redis ``TIME`` inside the scripts. Th
 together go out as one pipeline of ``EVALSHA`` (on a cluster the client sends one pipeline per
 node, in parallel). Finishes, hand-overs and history reads come one call per run, often hundreds
 at once, so they are gathered into pipelines too (:mod:`._batch`): one connection each, where
-redis-py's pool would refuse the 101st.
+redis-py's pool would refuse the 101st; on one server a pipeline's finishes go as ``FINISH_MANY``.
 
 Take-over looks first at a per-prefix sorted set, *the hint*: job name to the earliest lease
 expiry of its running runs. On one server the scripts keep it in the same atomic step (never
@@ -15,9 +15,8 @@ script decides from the job's own keys, and take-over passes also check every jo
 once per ``sweep_ms`` (a slice per call), which also repairs the hint.
 
 Liveness (:mod:`._heart`): each instance's heartbeat is a member of ``<prefix>instances``; the
-owners its latest beat reported dead go to the claim, take-over and revive (:mod:`._revive`)
-scripts as arguments, and the first take-over pass after a new death checks every job given,
-whatever the hint says.
+owners its latest beat reported dead go to the claim, take-over and revive (:mod:`._revive`) scripts
+as arguments, and the first take-over pass after a new death checks every job, whatever the hint.
 """
 
 from __future__ import annotations
@@ -121,6 +120,7 @@ class RedisBackend(
         audit=True,
         attempts=True,
         decided_notify=True,
+        control_notify=True,
     )
 
     def __init__(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._base import SuiteBase
     from ._claim import ClaimTests
     from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
+    from ._control_notify import ControlNotifyTests
     from ._decided import DecidedNotifyTests
     from ._fleet_tests import FleetTests
     from ._guarantees import GuaranteeReportTests, NoGuaranteeReportTests
@@ -56,6 +57,7 @@ __all__ = [
     "BackfillTests",
     "ClaimTests",
     "Conformance",
+    "ControlNotifyTests",
     "DecidedNotifyTests",
     "FleetTests",
     "GuaranteeReportTests",
@@ -130,6 +132,7 @@ _HOME = {
     "RegistryRefusalTests": "_registry",
     "RegistryTests": "_registry",
     "ScheduleNotifyTests": "_schedule_notify",
+    "ControlNotifyTests": "_control_notify",
     "DecidedNotifyTests": "_decided",
     "ScheduleStoreRefusalTests": "_schedules",
     "ScheduleStoreTests": "_schedules",

@@ -7,6 +7,7 @@ from ._audit import AuditRefusalTests, AuditTests
 from ._backfill import BackfillRefusalTests, BackfillTests
 from ._claim import ClaimTests
 from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
+from ._control_notify import ControlNotifyTests
 from ._decided import DecidedNotifyTests
 from ._guarantees import GuaranteeReportTests, NoGuaranteeReportTests
 from ._history import HistoryTests
@@ -51,6 +52,7 @@ class BackendSuite(
     ScheduleStoreRefusalTests,
     ScheduleNotifyTests,
     DecidedNotifyTests,
+    ControlNotifyTests,
     GuaranteeReportTests,
     NoGuaranteeReportTests,
     AuditTests,
