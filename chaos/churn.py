@@ -15,11 +15,11 @@ form (20 s, every lease backend, in CI).
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
-from pathlib import Path
 
 from anarchon_conformance.fleet import Fleet
+
+from ._fleetrun import run_and_report
 
 
 def main() -> None:
@@ -31,16 +31,13 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=2.0, help="seconds between two changes (±50 %%)")
     parser.add_argument("--seed", type=int, default=37)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, Fleet(Path(tmp), backend=args.backend, instances=2, jobs=args.jobs) as f:
-        f.start(timeout=120)
-        since = (f.ready_ms or 0) + 1000
+
+    def churn(f: Fleet) -> int:
         changes = f.churn(time.monotonic() + args.minutes * 60, seed=args.seed, extra=args.extra, gap_s=args.gap)
         time.sleep(2)
-        f.stop()
-        report = f.report(since_ms=since)
-    print(f"churn, {args.minutes:g} min, {changes} joins and leaves, backend {args.backend}: {report.summary()}")
-    if report.duplicate_slots or report.missed_slots:
-        print(f"run twice: {report.duplicate_slots[:10]}; missed: {report.missed_slots[:10]}")
+        return changes
+
+    run_and_report(f"churn, {args.minutes:g} min (changes: joins and leaves)", args.backend, 2, args.jobs, churn)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,11 @@ skipped for overlap. The conformance suite's
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
-from pathlib import Path
 
 from anarchon_conformance.fleet import Fleet
+
+from ._fleetrun import run_and_report
 
 
 def main() -> None:
@@ -29,18 +29,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pause", type=float, default=5.0, help="seconds between two instances' restarts")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, Fleet(Path(tmp), backend=args.backend, instances=3, jobs=args.jobs) as f:
-        f.start(timeout=120)
-        since = (f.ready_ms or 0) + 1000
+
+    def roll(f: Fleet) -> int:
         until = time.monotonic() + args.minutes * 60
         restarts = 0
         while time.monotonic() < until:
             restarts += len(f.roll(timeout=120, pause_s=args.pause, until=until))
-        f.stop()
-        report = f.report(since_ms=since)
-    print(f"rolling restart, {args.minutes:g} min, {restarts} restarts, backend {args.backend}: {report.summary()}")
-    if report.duplicate_slots or report.missed_slots:
-        print(f"run twice: {report.duplicate_slots[:10]}; missed: {report.missed_slots[:10]}")
+        return restarts
+
+    run_and_report(f"rolling restart, {args.minutes:g} min (changes: restarts)", args.backend, 3, args.jobs, roll)
 
 
 if __name__ == "__main__":

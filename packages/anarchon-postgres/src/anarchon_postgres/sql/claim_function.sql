@@ -20,7 +20,6 @@ CREATE OR REPLACE FUNCTION @schema@.claim(
 ) LANGUAGE plpgsql AS $fn$
 DECLARE
     v_n integer := coalesce(array_length(p_job, 1), 0);
-    v_locked bigint;
     r @schema@.runs%ROWTYPE;
     v_now bigint;
     v_mark bigint;
@@ -78,8 +77,12 @@ BEGIN
         END IF;
     END IF;
 
-    -- Job rows are locked in name order, and missing ones created in name
-    -- order, so concurrent multi-job claims queue up instead of deadlocking.
+    -- Missing job rows are created first, in name order, holding no lock yet,
+    -- and only then are the rows locked in name order, so concurrent
+    -- multi-job claims queue up instead of deadlocking. (Locking the rows
+    -- that existed before creating the others let three claims of new jobs
+    -- wait on one another: one waited to create a row another had just
+    -- created, which waited to lock a row the first held.)
     IF v_n = 1 THEN
         SELECT mark INTO v_mark FROM @schema@.jobs WHERE name = p_job[1] FOR UPDATE;
         IF NOT FOUND THEN
@@ -87,14 +90,12 @@ BEGIN
             SELECT mark INTO v_mark FROM @schema@.jobs WHERE name = p_job[1] FOR UPDATE;
         END IF;
     ELSIF v_n > 1 THEN
-        PERFORM 1 FROM @schema@.jobs WHERE name = ANY (p_job) ORDER BY name FOR UPDATE;
-        GET DIAGNOSTICS v_locked = ROW_COUNT;
-        IF v_locked < v_n THEN  -- some job is new (or named twice)
+        IF EXISTS (SELECT 1 FROM unnest(p_job) AS j WHERE NOT EXISTS (SELECT 1 FROM @schema@.jobs WHERE name = j)) THEN
             INSERT INTO @schema@.jobs (name)
                 SELECT DISTINCT j FROM unnest(p_job) AS j ORDER BY 1
                 ON CONFLICT (name) DO NOTHING;
-            PERFORM 1 FROM @schema@.jobs WHERE name = ANY (p_job) ORDER BY name FOR UPDATE;
         END IF;
+        PERFORM 1 FROM @schema@.jobs WHERE name = ANY (p_job) ORDER BY name FOR UPDATE;
     END IF;
     v_now := @now_ms@;
 
