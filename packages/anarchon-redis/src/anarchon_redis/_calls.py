@@ -21,13 +21,27 @@ from ._full import Full, refused_for_memory
 if TYPE_CHECKING:
     from ._names import Keyspace
 
-__all__ = ["Call", "CallsMixin", "keep_cancellation"]
+__all__ = ["PER_SCRIPT", "Call", "CallsMixin", "each_reply", "keep_cancellation", "many_call"]
 
 Call = tuple[S.Script, list[str], list[Any]]
 T = TypeVar("T")
 
-#: Finishes per ``FINISH_MANY`` script on one server (:meth:`CallsMixin._calls_apart`).
-FINISHES_PER_SCRIPT = 250
+#: Calls per ``many()`` script (``CLAIM_MANY``, ``FINISH_MANY``) on one server: a few ms of the
+#: server's time each, so other clients' commands (and the other instances' claims) get in between.
+PER_SCRIPT = 250
+
+
+def many_call(script: S.Script, part: Sequence[Call], hint: list[str]) -> Call:
+    """One ``many()`` script for calls of one script (``lua/helpers/many.lua``), the shared hint last."""
+    per_keys = len(part[0][1]) - len(hint)
+    keys = [key for _, k, _ in part for key in k[:per_keys]]
+    args: list[Any] = [per_keys, len(part[0][2]), *(arg for _, _, a in part for arg in a)]
+    return script, keys + hint, args
+
+
+def each_reply(reply: Any, n: int) -> list[Any]:
+    """The ``n`` calls' own replies of a ``many()`` script; a script that failed as a whole fails each call."""
+    return reply if isinstance(reply, list) and len(reply) == n else [reply] * n
 
 
 class CallsMixin:
@@ -109,21 +123,17 @@ class CallsMixin:
         """Like :meth:`_calls`, each error left as that call's reply: the batcher hands them out.
 
         On one server the finishes of a batch go as ``FINISH_MANY`` scripts of
-        up to :data:`FINISHES_PER_SCRIPT`: one script call per batch instead of
-        one per run (a script call costs the server more than the few commands
-        of a finish), as claims go as ``CLAIM_MANY``.
+        up to :data:`PER_SCRIPT`: one script call per batch instead of one per
+        run (a script call costs the server more than the few commands of a
+        finish), as claims go as ``CLAIM_MANY``.
         """
         finishes = [i for i, call in enumerate(calls) if call[0] is S.FINISH]
         if self.cluster or len(finishes) < 2:  # on a cluster the runs' keys span slots
             return await self._calls(calls, strict=0)
         hint = self._hint()
-        parts = [finishes[i : i + FINISHES_PER_SCRIPT] for i in range(0, len(finishes), FINISHES_PER_SCRIPT)]
+        parts = [finishes[i : i + PER_SCRIPT] for i in range(0, len(finishes), PER_SCRIPT)]
         sent = [call for call in calls if call[0] is not S.FINISH]
-        for part in parts:
-            per_keys = len(calls[part[0]][1]) - len(hint)
-            keys = [key for i in part for key in calls[i][1][:per_keys]]
-            args: list[Any] = [per_keys, len(calls[part[0]][2]), *(arg for i in part for arg in calls[i][2])]
-            sent.append((S.FINISH_MANY, keys + hint, args))
+        sent += [many_call(S.FINISH_MANY, [calls[i] for i in part], hint) for part in parts]
         replies = await self._calls(sent, strict=0)
         out: list[Any] = [None] * len(calls)
         others = iter(replies[: len(sent) - len(parts)])
@@ -131,8 +141,7 @@ class CallsMixin:
             if call[0] is not S.FINISH:
                 out[i] = next(others)
         for part, reply in zip(parts, replies[len(sent) - len(parts) :], strict=True):
-            each = reply if isinstance(reply, list) and len(reply) == len(part) else [reply] * len(part)
-            for i, answer in zip(part, each, strict=True):
+            for i, answer in zip(part, each_reply(reply, len(part)), strict=True):
                 refused = refused_for_memory(answer)  # a refusal inside the script comes back per call
                 out[i] = await self._full.error(self._redis(), calls[i][1][0]) if refused else answer
         return out

@@ -48,7 +48,7 @@ from anarchon.urls import redact_url, url_scheme
 from . import _scripts as S
 from ._audit import AuditMixin
 from ._backfill import BackfillMixin
-from ._calls import Call, CallsMixin, keep_cancellation
+from ._calls import PER_SCRIPT, Call, CallsMixin, each_reply, keep_cancellation, many_call
 from ._control import ControlMixin
 from ._full import Full, refused_for_memory
 from ._guarantees import GuaranteesMixin
@@ -72,9 +72,6 @@ Client = Union["Redis", "RedisCluster"]
 
 #: Jobs per ``PEEK_MANY`` script of a take-over sweep, and per ``MARKS`` script, on one server.
 _PEEK_CHUNK = 1000
-#: Claims per ``CLAIM_MANY`` script on one server: a few ms of the server's time each, so other
-#: clients' commands (and the other instances' claims) get in between.
-_CLAIMS_PER_SCRIPT = 250
 
 
 #: A claim's numbers as the claim script unpacks them (``struct.unpack('<dddddddddd', …)``).
@@ -260,26 +257,19 @@ class RedisBackend(
         return [r if ok or r.outcome is not Outcome.WON else UNKNOWN for r, ok in zip(results, reached, strict=False)]
 
     async def _claims_together(self, calls: list[Call]) -> tuple[list[Any], list[bool]]:
-        """Claim scripts as ``CLAIM_MANY`` scripts of :data:`_CLAIMS_PER_SCRIPT` in one pipeline (one server).
+        """Claim scripts as ``CLAIM_MANY`` scripts of :data:`._calls.PER_SCRIPT` in one pipeline (one server).
 
         Each reply is the claim's own, as in a pipeline of single scripts; a
         script that failed as a whole fails each of its claims alone.
         """
         hint = self._hint()
-        batch: list[Call] = []
-        for i in range(0, len(calls), _CLAIMS_PER_SCRIPT):
-            part = calls[i : i + _CLAIMS_PER_SCRIPT]
-            per_keys, per_args = len(part[0][1]) - len(hint), len(part[0][2])
-            keys = [key for _, k, _ in part for key in k[:per_keys]]
-            args: list[Any] = [per_keys, per_args, *(arg for _, _, a in part for arg in a)]
-            batch.append((S.CLAIM_MANY, keys + hint, args))
-        replies, reached = await self._calls_waited(batch, strict=0)
+        parts = [calls[i : i + PER_SCRIPT] for i in range(0, len(calls), PER_SCRIPT)]
+        replies, reached = await self._calls_waited([many_call(S.CLAIM_MANY, p, hint) for p in parts], strict=0)
         out: list[Any] = []
         ok: list[bool] = []
-        for i, reply, done in zip(range(0, len(calls), _CLAIMS_PER_SCRIPT), replies, reached, strict=True):
-            n = min(_CLAIMS_PER_SCRIPT, len(calls) - i)
-            out += reply if isinstance(reply, list) and len(reply) == n else [reply] * n
-            ok += [done] * n
+        for part, reply, done in zip(parts, replies, reached, strict=True):
+            out += each_reply(reply, len(part))
+            ok += [done] * len(part)
         return out, ok
 
     def _claim_answer(self, c: Claim, reply: Any, forgotten: list[Claim]) -> ClaimResult:

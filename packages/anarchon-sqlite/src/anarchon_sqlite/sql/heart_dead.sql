@@ -1,1 +1,0 @@
-SELECT instance, alive_until FROM anarchon_instances WHERE alive_until < ?1
