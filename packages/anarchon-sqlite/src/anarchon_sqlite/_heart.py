@@ -24,7 +24,6 @@ __all__ = ["SQLiteHeart"]
 
 _UPSERT = statement("heart_upsert")
 _FORGET = statement("heart_forget")
-_DEAD = statement("heart_dead")
 _ALL = statement("heart_all")
 _LEAVE = statement("heart_leave")
 
@@ -66,11 +65,14 @@ class SQLiteHeart(Heart):
 
     async def beat(self, instance: str, ttl_ms: int) -> Beat:
         def body(conn: sqlite3.Connection, now: int) -> Beat:
-            alive = dict(conn.execute(_ALL).fetchall())
-            conn.executemany(_UPSERT, after_silence(alive, now, ttl_ms).items())  # anarchon.liveness
+            records = dict(conn.execute(_ALL).fetchall())  # one read: the transaction holds the write lock
+            renewed = after_silence(records, now, ttl_ms)  # anarchon.liveness
+            conn.executemany(_UPSERT, renewed.items())
             conn.execute(_UPSERT, (instance, now + ttl_ms))
             conn.execute(_FORGET, (now - RETAIN_DEAD_MS,))
-            return Beat({name: until for name, until in conn.execute(_DEAD, (now,))})
+            records.update(renewed)
+            records[instance] = now + ttl_ms
+            return Beat({name: until for name, until in records.items() if now - RETAIN_DEAD_MS <= until < now})
 
         beat = self._write(body)
         assert beat is not None
