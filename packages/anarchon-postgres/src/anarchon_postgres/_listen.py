@@ -86,13 +86,15 @@ class PostgresListener(ScheduleListener):
         """Hear ``channel`` too, on this subscription and every one made again after it.
 
         ``handed`` gets each notice's payload, and ``""`` each time the
-        subscription is made again, since what came before it was not heard.
+        channel starts being heard (here, or by a subscription made again),
+        since what came before was not heard.
         """
         self._also[channel] = handed
         conn = self._conn
         if conn is not None and not conn.is_closed():
             with contextlib.suppress(Exception):  # the next subscription adds it
                 await asyncio.wait_for(conn.add_listener(channel, self._heard_also), self._timeout)
+                handed("")
 
     def drop(self, channel: str) -> None:
         self._also.pop(channel, None)
@@ -156,29 +158,22 @@ class NotifyMixin:
         """Decided slots on the stored-schedule listener's connection, until cancelled (nothing on a caller's pool)."""
         if not self._own_pool or self._read_only:
             await asyncio.Event().wait()  # no connection of its own: every ranked slot is claimed
-        channel = decided_channel(self.schema)
-        listener = self._schedule_listener()
-        await listener.also(channel, lambda payload: heard(read_decided(payload)))
-        try:
-            while True:  # the schedule wait keeps the subscription; this makes it when nobody waits
-                await listener.ensure()
-                await asyncio.sleep(RETRY_S)
-        finally:
-            listener.drop(channel)
+        await self._hear(decided_channel(self.schema), lambda payload: heard(read_decided(payload)))
 
     async def watch_control(self, changed: Callable[[], None]) -> None:
         """Pauses, resumes and run requests on the stored-schedule listener's connection, until cancelled."""
         if not self._own_pool or self._read_only:
             return  # no connection of its own: the instance polls twice a second
-        channel = control_channel(self.schema)
+        await self._hear(control_channel(self.schema), lambda _: changed())
+
+    async def _hear(self, channel: str, handed: Callable[[str], None]) -> None:
+        """``channel`` on the stored-schedule listener's connection (``""`` each time it starts), until cancelled."""
         listener = self._schedule_listener()
-        await listener.also(channel, lambda _: changed())
+        await listener.also(channel, handed)
         try:
-            await listener.ensure()
-            changed()  # listening now: what came before was not heard
             while True:  # the schedule wait keeps the subscription; this makes it when nobody waits
-                await asyncio.sleep(RETRY_S)
                 await listener.ensure()
+                await asyncio.sleep(RETRY_S)
         finally:
             listener.drop(channel)
 
