@@ -22,10 +22,12 @@ if TYPE_CHECKING:
     from .capabilities import Capabilities
     from .claims import Claim, ClaimResult
     from .control import PauseState, RunRequest
+    from .groups import GroupState, Place
 
 __all__ = [
     "AuditContract",
     "DecidedContract",
+    "GroupsContract",
     "OptionalPart",
     "RegistryContract",
     "SchedulesContract",
@@ -45,6 +47,7 @@ class OptionalPart:
             "trigger": "trigger runs",
             "schedules": "store schedules",
             "audit": "keep an audit trail",
+            "groups": "limit a group's runs across the fleet",
         }.get(capability, "see the fleet")
         return UnsupportedOperationError(
             f"{operation} needs a backend with the capability {capability!r}; backend {self.name!r} "
@@ -249,3 +252,39 @@ class DecidedContract(OptionalPart):
         already listens on (PostgreSQL's for schedule changes), never on a pooled one.
         """
         raise self._unsupported("watch_decided()", "decided_notify")
+
+
+class GroupsContract(OptionalPart):
+    """Concurrency groups: ``capabilities.groups`` (see :mod:`anarchon.groups`)."""
+
+    async def set_group(self, group: str, max_running: int | None) -> None:
+        """Store the group's limit (runs at once across the fleet); ``None`` removes it (no limit)."""
+        raise self._unsupported("set_group()", "groups")
+
+    async def groups(self) -> list[GroupState]:
+        """Every group with a stored limit or a live place, by name; places of dead holders not counted."""
+        raise self._unsupported("groups()", "groups")
+
+    async def places(self, leave: Sequence[Place], take: Sequence[Place]) -> list[bool]:
+        """In one atomic step: free the places in ``leave``, then answer each ask in ``take``.
+
+        A leave removes the run's entry when its token matches (else nothing).
+        An ask stores the run's entry, waiting, if the group has none for its
+        key or one with another token (a take-over asks again); it answers
+        ``True`` when the entry holds a place, or gets one now. Entries whose
+        holder is dead (its heartbeat record expired while some record is
+        alive, or it has none) are deleted first. With the group's limit ``L``
+        and ``R`` live places held, the first ``L - R`` live waiting entries
+        in :attr:`~anarchon.groups.Place.order` get places, whichever
+        instance asked: an entry that is not asked for keeps its turn. A group
+        with no stored limit gives every ask a place.
+        """
+        raise self._unsupported("places()", "groups")
+
+    async def watch_groups(self, freed: Callable[[], None]) -> None:
+        """Call ``freed`` whenever a place was left or a limit set in the namespace, until cancelled.
+
+        Only with ``capabilities.group_notify``; best effort, as :meth:`watch_decided`:
+        a lost notice costs one poll (:data:`~anarchon.groups.GROUP_POLL_MS`).
+        """
+        raise self._unsupported("watch_groups()", "group_notify")

@@ -19,6 +19,7 @@ from ._health import BackendHealth, error_text
 from ._invoke import JobInvoker
 from ._keeper import LeaseKeeper, held_until, lose_lease
 from ._notrun import report_not_run
+from ._places import CANCELLED, Places
 from ._retry import invoke_with_retries
 from ._revive import Reviver
 from ._runlog import RunLog
@@ -87,6 +88,8 @@ class RunExecutor:
         #: This instance's heartbeat, on a backend with liveness: a grant is run only while it holds.
         self.heartbeat: Heartbeat | None = None
         self.invoker = JobInvoker(self.runlog)
+        #: Places in concurrency groups, on a backend that holds them.
+        self.places = Places(backend, clock, instance_id, health) if backend.capabilities.groups else None
         self._stopping = False
         #: stop() ended the grace: records still unwritten are given up.
         self._forced = False
@@ -160,6 +163,15 @@ class RunExecutor:
         self.active[active.key] = active
         if self._keeper is not None:
             self._keeper.watch(active, sent + grant.lease_ms / 3000)
+        if self.places is not None and job.options.group is not None:
+            try:
+                not_placed = await self.places.wait(active)
+            except BaseException:
+                self.active.discard(active)
+                active.ended.set()
+                raise
+            if not_placed is not None:
+                return await self._not_placed(active, not_placed)
         started_ms = self._clock.now_ms()
         delay_ms = started_ms - due_ms if due_ms is not None and grant.attempt == 1 else None
         self._observers.run_started(job, ctx, delay_ms)
@@ -191,6 +203,33 @@ class RunExecutor:
             self.active.discard(active)  # a later attempt of this run may hold the key by now
             active.ended.set()
             self._observers.run_ended(job, ctx, recorded)
+            if self.places is not None and job.options.group is not None:
+                self.places.leave(self.places.place_of(active))
+
+    async def _not_placed(self, active: ActiveRun, why: str) -> Run | None:
+        """A run of a group that got no place: handed over (a stop), given up (lease lost), or skipped.
+
+        Skipped when its wait passed ``max_wait_ms``: the record says so, with the group, so the slot
+        shows in history and metrics instead of vanishing.
+        """
+        job, grant = active.job, active.grant
+        try:
+            if why == CANCELLED:
+                if active.cancelled_by_stop and job.options.hand_over and self._leases is not None:
+                    await self._hand_over(self._leases, active)
+                else:
+                    self._observers.claim_lost(job, grant.slot_ms, "stale")
+                return None
+            log.warning("job %s, slot %s: %s", job.name, active.context.slot, why)
+            now = self._clock.now_ms()
+            run = grant.finished(RunStatus.SKIPPED, started_ms=now, finished_ms=now, error=why)
+            if not await self._finish(active, run):
+                return None
+            self._observers.slot_skipped(job, grant.slot_ms, "group")
+            return run
+        finally:
+            self.active.discard(active)
+            active.ended.set()
 
     async def _finish(self, active: ActiveRun, run: Run) -> bool:
         """Record the run; keep trying until the backend answers, so a success is not run again.
@@ -245,8 +284,16 @@ class RunExecutor:
                 active.context.lease_lost = True
 
     async def stop(self, grace_ms: int) -> None:
-        """Give running jobs ``grace_ms`` to finish, then cancel them, and wait for their bookkeeping."""
+        """Give running jobs ``grace_ms`` to finish, then cancel them, and wait for their bookkeeping.
+
+        Runs waiting for a place in a group do not wait out the grace: they are handed over at once.
+        """
         self._stopping = True  # no revival starts during a stop
+        if self.places is not None:
+            waiting = set(self.places.stop_waiting())
+            for active in self.active.values():
+                if active.job.options.group is not None and self.places.place_of(active).key in waiting:
+                    active.cancelled_by_stop = True
         waiters = [asyncio.ensure_future(a.ended.wait()) for a in self.active.values()]
         if waiters:
             _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)
@@ -267,6 +314,8 @@ class RunExecutor:
                     STOP_BOUND_S,
                     ", ".join(names),
                 )
+        if self.places is not None:
+            await self.places.close()
         self.invoker.shutdown()
 
     def runs_in(self, task: asyncio.Task[object] | None) -> bool:

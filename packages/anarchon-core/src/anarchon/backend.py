@@ -154,6 +154,15 @@ Control notices (optional, ``capabilities.control_notify``):
       :meth:`~Backend.watch_control` hears it, best effort: the instances read
       the control state when told, and every ``CONTROL_NOTIFIED_POLL_MS``.
 
+Concurrency groups (optional, ``capabilities.groups``; see :mod:`anarchon.groups`):
+
+    * :meth:`~Backend.set_group` stores a group's limit; :meth:`~Backend.places`
+      frees and hands out a group's places in one atomic step, in slot order
+      across the fleet, never more than the limit held by live holders (the
+      rule is in its docstring); :meth:`~Backend.groups` reads each group's state.
+    * With ``capabilities.group_notify``, a freed place or a set limit tells the
+      namespace's watchers (:meth:`~Backend.watch_groups`), best effort.
+
 A method that raises means *unknown*: the scheduler never runs a slot whose
 claim raised, logs, backs off and calls again later. A backend must therefore
 recover its connection by itself on a later call.
@@ -173,7 +182,14 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ._contract import AuditContract, DecidedContract, RegistryContract, SchedulesContract, SteeringContract
+from ._contract import (
+    AuditContract,
+    DecidedContract,
+    GroupsContract,
+    RegistryContract,
+    SchedulesContract,
+    SteeringContract,
+)
 from .capabilities import Capabilities
 from .claims import Claim, ClaimResult, Grant, Outcome, decided_lines, fencing_floor, next_fencing, read_decided
 from .errortext import ERROR_TEXT_LIMIT, clean_text, error_text
@@ -208,7 +224,9 @@ __all__ = [
 ]
 
 
-class Backend(SteeringContract, RegistryContract, SchedulesContract, AuditContract, DecidedContract, abc.ABC):
+class Backend(
+    SteeringContract, RegistryContract, SchedulesContract, AuditContract, DecidedContract, GroupsContract, abc.ABC
+):
     """Base class of every backend.
 
     Subclasses set the class attributes, implement the abstract methods, and,
@@ -240,6 +258,16 @@ class Backend(SteeringContract, RegistryContract, SchedulesContract, AuditContra
             raise TypeError(
                 f"{cls.__name__}: capabilities.schedule_notify=True needs schedules=True and an override of "
                 "wait_schedules() that the store's notification ends; implement it or set schedule_notify=False"
+            )
+        if caps.groups and not (caps.lease and caps.liveness):
+            raise TypeError(
+                f"{cls.__name__}: capabilities.groups=True needs lease=True and liveness=True (a place is held "
+                "by a run's lease and freed when its holder's heartbeat expires); set groups=False"
+            )
+        if caps.group_notify and (not caps.groups or cls.watch_groups is Backend.watch_groups):
+            raise TypeError(
+                f"{cls.__name__}: capabilities.group_notify=True needs groups=True and an override of "
+                "watch_groups(); implement it or set group_notify=False"
             )
         if caps.decided_notify and cls.watch_decided is Backend.watch_decided:
             raise TypeError(

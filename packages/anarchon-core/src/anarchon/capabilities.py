@@ -66,6 +66,12 @@ class Capabilities:
     #: (:meth:`Backend.watch_control`): instances then read the control state when told, and
     #: every :data:`~anarchon.control.CONTROL_NOTIFIED_POLL_MS` besides, instead of twice a second.
     control_notify: bool = False
+    #: Concurrency groups (:mod:`anarchon.groups`): a group's limit is stored in the backend and its places
+    #: handed out in slot order across the fleet (:meth:`Backend.places`); needs ``lease`` and ``liveness``.
+    groups: bool = False
+    #: The store tells every instance when a group's place was freed or its limit set
+    #: (:meth:`Backend.watch_groups`), so a waiting slot starts within about one round trip.
+    group_notify: bool = False
 
     @property
     def kind(self) -> str:

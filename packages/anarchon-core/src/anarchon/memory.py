@@ -21,6 +21,7 @@ from ._memory_book import Record as _Record
 from ._memory_control import ControlMixin, MemoryControl
 from ._memory_decided import MemoryDecided
 from ._memory_fleet import MemoryFleet, RegistryMixin
+from ._memory_groups import GroupsMixin, MemoryGroups
 from ._memory_schedules import MemorySchedules, SchedulesMixin
 from .backend import Capabilities, Claim, ClaimResult, Finding, Grant, LeaseBackend, Outcome, next_fencing
 from .liveness import RETAIN_DEAD_MS, Beat, Heart, after_silence
@@ -60,6 +61,8 @@ class MemoryStore:
         self.audit = MemoryAudit(self)
         #: Watchers of decided slots (``_memory_decided``).
         self.decided = MemoryDecided()
+        #: Concurrency groups, under the same lock (``_memory_groups``).
+        self.groups_state = MemoryGroups(self, self._alive)
 
     def _book(self, job: str) -> _Book:
         book = self._books.get(job)
@@ -330,7 +333,7 @@ class MemoryStore:
                 book.order[:cut] = kept
 
 
-class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, LeaseBackend):
+class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, GroupsMixin, LeaseBackend):
     """A lease backend in this process's memory (``memory://``).
 
     For tests, examples and single-process use. Each object is one instance;
@@ -356,6 +359,8 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, Lea
         attempts=True,
         decided_notify=True,
         control_notify=True,
+        groups=True,
+        group_notify=True,
     )
     store: MemoryStore
 

@@ -105,6 +105,16 @@ class JobOptions:
     retry_delay_max_ms: int = 300_000
     #: Draw each delay from its upper half, so jobs that failed together do not retry in step.
     retry_jitter: bool = True
+    #: The concurrency group whose limit the job's runs obey across the fleet (``anarchon.groups``).
+    group: str | None = None
+    #: With ``group``: how long after its slot a run may wait for a place before it is recorded
+    #: ``skipped`` (``None``: the job's ``max_late_ms``).
+    max_wait_ms: int | None = None
+
+    @property
+    def wait_bound_ms(self) -> int:
+        """How long after its slot a run of a group may still wait for a place."""
+        return self.max_late_ms if self.max_wait_ms is None else self.max_wait_ms
 
     @property
     def max_takeovers(self) -> int:
@@ -166,9 +176,13 @@ INT_BOUNDS: dict[str, tuple[int, int, int]] = {
     "retries": (0, MAX_RETRIES, 3),
     "retry_delay_ms": (0, MAX_DURATION_MS, 1000),
     "retry_delay_max_ms": (0, MAX_DURATION_MS, 300_000),
+    "max_wait_ms": (1, MAX_DURATION_MS, 600_000),
 }
 #: Options that may also be ``None`` (off).
-NULLABLE = frozenset({"timeout_ms", "history_ttl_ms", "catch_up_max"})
+NULLABLE = frozenset({"timeout_ms", "history_ttl_ms", "catch_up_max", "max_wait_ms"})
+#: Options left out of a job's stored definition while they have this value, so that a release that
+#: added them does not change the fingerprint of every job (the fleet registry would see drift).
+OMITTED_AT_DEFAULT: dict[str, object] = {"group": None, "max_wait_ms": None}
 #: The True-or-False options.
 BOOLS = frozenset({"hand_over", "retry_jitter"})
 
@@ -209,6 +223,13 @@ def _check_type(job: str, backend: str, option: str, value: object) -> None:
         )
     elif option == "dst":
         _dst(job, backend, value)
+    elif option == "group" and value is not None:
+        from .groups import check_group_name
+
+        try:
+            check_group_name(value)
+        except InvalidJobError as exc:
+            raise InvalidJobError(f"{_where(job, backend)}: {exc}", option="group", value=value) from None
 
 
 def _dst(job: str, backend: str, value: object) -> None:
@@ -295,6 +316,7 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
         _check_type(job, backend, option, getattr(opts, option))
     _check_type(job, backend, "catch_up", opts.catch_up)
     opts = _check_policies(job, backend, opts)
+    _check_group(job, backend, opts, capabilities)
     if opts.jitter_ms >= opts.max_late_ms:
         raise InvalidJobError(
             f"{_where(job, backend)}: jitter_ms={opts.jitter_ms} must be smaller than "
@@ -347,6 +369,24 @@ def _check_policies(job: str, backend: str, opts: JobOptions) -> JobOptions:
     if opts.catch_up == "each" and opts.catch_up_max is None:
         return dataclasses.replace(opts, catch_up_max=CATCH_UP_EACH_DEFAULT)
     return opts
+
+
+def _check_group(job: str, backend: str, opts: JobOptions, capabilities: Capabilities) -> None:
+    """``group`` needs a backend that holds groups; ``max_wait_ms`` bounds a group's wait, so needs one."""
+    if opts.group is not None and not capabilities.groups:
+        raise UnsupportedOptionError(
+            f"{_where(job, backend)}: group={opts.group!r} needs a backend with the capability 'groups' (the "
+            f"group's limit and its queue live in the backend); remove group, or use {LEASE_BACKENDS_HINT}",
+            option="group",
+            value=opts.group,
+        )
+    if opts.max_wait_ms is not None and opts.group is None:
+        raise InvalidJobError(
+            f"{_where(job, backend)}: max_wait_ms={opts.max_wait_ms} bounds the wait for a place in a group, and "
+            "this job names no group; set group='NAME' or remove max_wait_ms",
+            option="max_wait_ms",
+            value=opts.max_wait_ms,
+        )
 
 
 def _stacklevel() -> int:

@@ -60,6 +60,7 @@ from .guarantees import log_guarantees
 from .heartbeat import Heartbeat
 from .job import Job
 from .observers import Observers
+from .groups import with_heartbeat
 from .options import check_job_name
 from .plugins import PluginManager
 
@@ -234,7 +235,7 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
 
     def build_job(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
         """Check a job against this scheduler's backend without adding it."""
-        return build_job(self.backend, name, cron, func, **options)
+        return with_heartbeat(build_job(self.backend, name, cron, func, **options), self.liveness)
 
     def add(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
         """Register a job; every option is checked here, before anything runs."""

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._control_notify import ControlNotifyTests
     from ._decided import DecidedNotifyTests
     from ._fleet_tests import FleetTests
+    from ._groups import GroupRefusalTests, GroupTests
     from ._guarantees import GuaranteeReportTests, NoGuaranteeReportTests
     from ._harness import BackendFactory, Conformance, Instance
     from ._history import HISTORY_SLACK, HistoryTests
@@ -60,6 +61,8 @@ __all__ = [
     "ControlNotifyTests",
     "DecidedNotifyTests",
     "FleetTests",
+    "GroupRefusalTests",
+    "GroupTests",
     "GuaranteeReportTests",
     "HistoryLimitTests",
     "HistoryTests",
@@ -109,6 +112,8 @@ _HOME = {
     "TriggerRefusalTests": "_control",
     "TriggerTests": "_control",
     "FleetTests": "_fleet_tests",
+    "GroupRefusalTests": "_groups",
+    "GroupTests": "_groups",
     "GuaranteeReportTests": "_guarantees",
     "NoGuaranteeReportTests": "_guarantees",
     "BackendFactory": "_harness",

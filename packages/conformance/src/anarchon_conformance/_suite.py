@@ -9,6 +9,7 @@ from ._claim import ClaimTests
 from ._control import PauseRefusalTests, PauseTests, TriggerRefusalTests, TriggerTests
 from ._control_notify import ControlNotifyTests
 from ._decided import DecidedNotifyTests
+from ._groups import GroupRefusalTests, GroupTests
 from ._guarantees import GuaranteeReportTests, NoGuaranteeReportTests
 from ._history import HistoryTests
 from ._lease import LeaseTests
@@ -57,6 +58,8 @@ class BackendSuite(
     NoGuaranteeReportTests,
     AuditTests,
     AuditRefusalTests,
+    GroupTests,
+    GroupRefusalTests,
 ):
     """Every conformance test; each gated on the capabilities it needs.
 
