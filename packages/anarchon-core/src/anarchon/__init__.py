@@ -16,6 +16,7 @@ import importlib.metadata
 from typing import Any
 
 from ._build import build_job
+from ._group_admin import Groups, SyncGroups
 from ._schedule_admin import Schedules, SyncSchedules
 from ._steer import TriggerTimeoutError
 from .audit import AuditEntry, read_audit
@@ -28,6 +29,7 @@ from .clock import Clock, LoopClock, SkewedClock, SystemClock
 from .context import JobFunc, RunContext
 from .control import PauseState, RunRequest
 from .distributions import FIRST_PARTY, install_hint
+from .groups import GroupState
 from .errors import (
     AnarchonDeprecationWarning,
     AnarchonError,
@@ -71,6 +73,8 @@ __all__ = [
     "ClaimResult",
     "Clock",
     "Grant",
+    "GroupState",
+    "Groups",
     "Heart",
     "InstanceIdInUseError",
     "InvalidJobError",
@@ -96,6 +100,7 @@ __all__ = [
     "Schedules",
     "SkewedClock",
     "StoredSchedule",
+    "SyncGroups",
     "SyncSchedules",
     "SystemClock",
     "TriggerTimeoutError",

@@ -47,7 +47,7 @@ class OptionalPart:
             "trigger": "trigger runs",
             "schedules": "store schedules",
             "audit": "keep an audit trail",
-            "groups": "limit a group's runs across the fleet",
+            "groups": "limit a group's runs",
         }.get(capability, "see the fleet")
         return UnsupportedOperationError(
             f"{operation} needs a backend with the capability {capability!r}; backend {self.name!r} "

@@ -153,8 +153,10 @@ def anarchon_slot_skipped(scheduler: Scheduler, job: Job, slot_ms: int, reason: 
     """A slot was not run by this instance and will not be run by any.
 
     :param reason: ``"overlap"`` (the previous run still held the lease),
-        ``"late"`` (this instance reached the claim after ``max_late_ms``) or
-        ``"paused"`` (the job is paused: the slot is recorded ``paused``).
+        ``"late"`` (this instance reached the claim after ``max_late_ms``),
+        ``"paused"`` (the job is paused: the slot is recorded ``paused``) or
+        ``"group"`` (its concurrency group stayed at its limit past ``max_wait_ms``:
+        the slot is recorded ``skipped``).
     """
 
 
