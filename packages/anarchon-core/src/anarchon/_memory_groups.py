@@ -73,7 +73,8 @@ class MemoryGroups:
                     entries[p.key] = _Entry(p, False)
             for group in {p.group for p in take}:
                 self._admit(group, now)
-            answers = [self._entries[p.group][p.key].running for p in take]
+            # An asker judged dead itself had its entry dropped: no place for it.
+            answers = [e.running if (e := self._entries[p.group].get(p.key)) is not None else False for p in take]
         if freed:
             self.watchers.tell((("", 0),))
         return answers

@@ -51,6 +51,12 @@ _ADDED = {
     # The audit trail (_audit): appended, never updated, read newest first and by job.
     "anarchon_audit": statement("schema_add_audit"),
     "anarchon_audit_by_job": statement("schema_add_audit_by_job"),
+    # Concurrency groups (_groups): each group's limit, and one entry per run that asked for a
+    # place; the entries indexed in turn (the count of places held, the oldest waiting) and by holder.
+    "anarchon_group_limits": statement("schema_add_group_limits"),
+    "anarchon_places": statement("schema_add_places"),
+    "anarchon_places_turn": statement("schema_add_places_turn"),
+    "anarchon_places_by_holder": statement("schema_add_places_by_holder"),
 }
 
 # Columns of anarchon_runs added after version 1 without raising the version, on the same terms: a

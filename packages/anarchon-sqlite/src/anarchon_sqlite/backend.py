@@ -23,6 +23,7 @@ from ._audit import AuditMixin
 from ._backfill import BackfillMixin
 from ._control import ControlMixin
 from ._errors import DatabaseFileError
+from ._groups import GroupsMixin
 from ._guarantees import GuaranteesMixin
 from ._heart import SQLiteHeart
 from ._registry import RegistryMixin
@@ -58,7 +59,15 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
 
 
 class SQLiteBackend(
-    GuaranteesMixin, ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, BackfillMixin, ReviveMixin, LeaseBackend
+    GuaranteesMixin,
+    ControlMixin,
+    RegistryMixin,
+    SchedulesMixin,
+    AuditMixin,
+    GroupsMixin,
+    BackfillMixin,
+    ReviveMixin,
+    LeaseBackend,
 ):
     """A lease backend in one SQLite file (``sqlite:///path``), the embedded default.
 
@@ -92,6 +101,7 @@ class SQLiteBackend(
         guarantees=True,
         audit=True,
         attempts=True,
+        groups=True,  # group_notify stays off: SQLite tells no other process; instances poll (_groups)
     )
 
     def __init__(

@@ -1,0 +1,1 @@
+DELETE FROM anarchon_group_limits WHERE group_name = ?1

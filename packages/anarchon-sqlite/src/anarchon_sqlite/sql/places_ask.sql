@@ -1,0 +1,1 @@
+INSERT INTO anarchon_places (group_name, job, slot_ms, manual, token, instance, running) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0) ON CONFLICT (group_name, job, slot_ms, manual) DO UPDATE SET token = excluded.token, instance = excluded.instance, running = 0 WHERE token <> excluded.token

@@ -1,0 +1,1 @@
+CREATE TABLE IF NOT EXISTS anarchon_group_limits (group_name TEXT PRIMARY KEY, max_running INTEGER NOT NULL) WITHOUT ROWID

@@ -1,0 +1,1 @@
+CREATE TABLE IF NOT EXISTS anarchon_places (group_name TEXT NOT NULL, job TEXT NOT NULL, slot_ms INTEGER NOT NULL, manual INTEGER NOT NULL, token TEXT NOT NULL, instance TEXT NOT NULL, running INTEGER NOT NULL, PRIMARY KEY (group_name, job, slot_ms, manual)) WITHOUT ROWID
