@@ -90,6 +90,7 @@ class Fleet:
         grace_ms: int = 10_000,
         env: dict[str, str] | None = None,
         flaky: dict[str, dict[str, Any]] | None = None,
+        job_seconds: float = 0.0,
     ) -> None:
         if not backend and not backend_class:
             raise ValueError("Fleet needs backend= (a URL) or backend_class= (module:Class)")
@@ -118,6 +119,8 @@ class Fleet:
             job_prefix,
             "--grace-ms",
             str(grace_ms),
+            "--job-seconds",
+            str(job_seconds),
         ]
         self._argv_base += ["--options", json.dumps(self.options)]
         if backend:

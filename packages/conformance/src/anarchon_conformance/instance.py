@@ -122,7 +122,7 @@ def _instance_main(args: argparse.Namespace) -> None:
 
     for i in range(args.jobs):
         name = f"{args.job_prefix}{i:02d}"
-        scheduler.add(name, args.cron, make(name, 0), **options)
+        scheduler.add(name, args.cron, make(name, args.job_seconds), **options)
 
     def make_flaky(name: str, fails: int) -> Any:
         async def job(ctx: RunContext) -> None:
@@ -180,6 +180,7 @@ def _instance_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=5)
     p.add_argument("--job-prefix", default="job-")
     p.add_argument("--cron", default="* * * * * *")
+    p.add_argument("--job-seconds", type=float, default=0.0, help="how long each ordinary job runs")
     p.add_argument("--options", help="JSON object of job options")
     p.add_argument("--slow-cron")
     p.add_argument("--slow-seconds", type=float, default=3.0)
