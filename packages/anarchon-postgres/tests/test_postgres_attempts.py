@@ -26,10 +26,11 @@ def _done(grant: Grant) -> Run:
 
 
 async def _as_version_11(pg_dsn: str, schema: str) -> None:
-    """The schema as release 11 left it: runs without earlier, no version 12 recorded."""
+    """The schema as release 11 left it: runs without earlier, no group tables, no version 12 recorded."""
     conn = await asyncpg.connect(pg_dsn)
     try:
         await conn.execute(f'ALTER TABLE "{schema}".runs DROP COLUMN earlier')
+        await conn.execute(f'DROP TABLE "{schema}".group_places, "{schema}".group_limits')  # version 15's
         await conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version >= 12')
     finally:
         await conn.close()
@@ -38,7 +39,7 @@ async def _as_version_11(pg_dsn: str, schema: str) -> None:
 async def test_a_version_11_schema_is_migrated_and_its_runs_read_back_without_earlier_attempts(
     make_backend, pg_dsn, schema, make_job, make_claim, wait_until
 ):
-    assert SCHEMA_VERSION == 14  # 13 and 14 replace functions only: nothing to undo here
+    assert SCHEMA_VERSION == 15  # 13 and 14 replace functions only; 15's tables are dropped above
     old = await make_backend()
     job = make_job("older", lease_ms=300)
     (done,) = await old.claim([make_claim(job, SLOT, "a")])

@@ -27,12 +27,13 @@ async def test_the_trail_keeps_the_newest(make_backend):
 async def test_migrate_brings_a_version_10_schema_to_the_trail(
     make_backend, pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ):
-    assert SCHEMA_VERSION == 14  # 13 and 14 replace functions only: nothing to undo here
+    assert SCHEMA_VERSION == 15  # 13 and 14 replace functions only; 15's tables are dropped below
     await make_backend()
     conn = await asyncpg.connect(pg_dsn)
     try:  # the schema as release 10 left it
         await conn.execute(f'DROP TABLE "{schema}".audit')
         await conn.execute(f'ALTER TABLE "{schema}".runs DROP COLUMN earlier')  # version 12's
+        await conn.execute(f'DROP TABLE "{schema}".group_places, "{schema}".group_limits')  # version 15's
         await conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version >= 11')
     finally:
         await conn.close()
@@ -44,7 +45,7 @@ async def test_migrate_brings_a_version_10_schema_to_the_trail(
         await look.close()
     url = pg_dsn + ("&" if "?" in pg_dsn else "?") + f"schema={schema}"
     assert await asyncio.to_thread(main, ["migrate", "--backend", url]) == 0  # the CLI runs its own loop
-    assert "schema at version 14" in capsys.readouterr().out
+    assert "schema at version 15" in capsys.readouterr().out
     backend = await make_backend()
     entry_id = await backend.audit_append("report", _entry(1))
     assert await backend.audit_entries(limit=5, job="report") == [(entry_id, _entry(1))]

@@ -58,8 +58,9 @@ async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(pg_dsn, sche
     assert f'CREATE TABLE "{schema}".instances' in script and f'CREATE TABLE "{schema}".runs' not in script
     backend = await make_backend()
     # 4: instances; 5: pauses; 6: finish_many; 7: registry; 8: schedules; 9: fencing floor; 10: schedule NOTIFY;
-    # 11: audit; 12: runs.earlier; 13: the claim functions notify each decided slot; 14: silence condemns nobody
-    assert backend.schema_version == SCHEMA_VERSION == 14
+    # 11: audit; 12: runs.earlier; 13: the claim functions notify each decided slot; 14: silence condemns nobody;
+    # 15: concurrency groups
+    assert backend.schema_version == SCHEMA_VERSION == 15
     heart = _heart(backend)
     await heart.open()
     try:

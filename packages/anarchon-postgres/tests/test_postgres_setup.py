@@ -102,8 +102,8 @@ async def test_twenty_instances_starting_at_once_create_the_schema_once(pg_dsn, 
             await conn.close()
         assert [r["version"] for r in versions] == list(range(1, SCHEMA_VERSION + 1))
         # jobs, runs, schema_version; instances (migration 4); pauses, requests (5); registry (7);
-        # schedules, schedule_log, schedule_counter (8); audit (11)
-        assert tables == 11
+        # schedules, schedule_log, schedule_counter (8); audit (11); group_limits, group_places (15)
+        assert tables == 13
         assert caplog.text.count("migrated to version 1\n") == 1  # not "version 10"
         assert "never-logged" not in caplog.text
     finally:

@@ -8,6 +8,7 @@ import pytest
 
 from anarchon_postgres._backfill import BackfillStatements
 from anarchon_postgres._control import _statements as control_statements
+from anarchon_postgres._groups import _statements as group_statements
 from anarchon_postgres._guarantees import _QUERY_FILE
 from anarchon_postgres._schedules import _statements as schedule_statements
 from anarchon_postgres._schema import _MIGRATIONS, SCHEMA_VERSION, _resource, quote_schema, render_sql
@@ -41,6 +42,7 @@ def test_every_statement_renders_for_a_quoted_schema_with_no_placeholder_left():
         **{f"backfill.{k}": v for k, v in vars(BackfillStatements.for_schema(quoted)).items()},
         **{f"control.{k}": v for k, v in vars(control_statements("app_cron")).items()},
         **{f"schedules.{k}": v for k, v in vars(schedule_statements("app_cron")).items()},
+        **{f"groups.{k}": v for k, v in vars(group_statements("app_cron")).items()},
     }
     for name, sql in every.items():
         assert '"app_cron".' in sql or name in ("now_ms", "control.notify"), name  # a notice touches no table

@@ -1,7 +1,9 @@
 """How statements reach PostgreSQL: the pool, a call retried once on a fresh connection, and what counts as dead.
 
 Mixed into :class:`~anarchon_postgres.PostgresBackend`, as every optional part
-of a backend here is (:mod:`._control`, :mod:`._backfill`).
+of a backend here is (:mod:`._control`, :mod:`._backfill`). Here too is what a
+look (``start_read_only``) at a schema with no tables says, since every
+part's read-only path asks for it (``_missing_schema``).
 """
 
 from __future__ import annotations
@@ -69,9 +71,12 @@ class CallsMixin:
     """Mixed into :class:`~anarchon_postgres.PostgresBackend`."""
 
     _dsn: str
+    schema: str
     _timeout: float
     _pool: asyncpg.Pool | None
     _own_pool: bool
+    _read_only: bool
+    schema_version: int | None
     #: The server's max_connections, read by start() for the text of a refusal (None before).
     _max_connections: int | None = None
     #: When (monotonic) the pool last went on with the connections it held (see ``_full.capped``).
@@ -129,6 +134,14 @@ class CallsMixin:
 
     def _where(self) -> str:
         return self.dsn if self._own_pool else "the caller's pool"
+
+    def _missing_schema(self) -> None:
+        """Raise ``LookupError`` on a look (start_read_only) at a schema without anarchon tables."""
+        if self._read_only and not self.schema_version:
+            raise LookupError(
+                f"schema {self.schema!r} at {self._where()} has no anarchon tables: nothing ran under it; "
+                "check the schema (?schema=… in the URL), or create it with `anarchon migrate --backend URL`"
+            )
 
     async def _drop_own_pool(self) -> None:
         if not self._own_pool or self._pool is None:

@@ -26,6 +26,7 @@ __all__ = [
     "control_channel",
     "decided_channel",
     "ensure_schema",
+    "groups_channel",
     "installed_version",
     "migration_script",
     "migration_steps",
@@ -95,6 +96,14 @@ def control_channel(schema: str) -> str:
     return _channel("control", schema)
 
 
+def groups_channel(schema: str) -> str:
+    """The channel each place left and each limit set in the schema is notified on (capability ``group_notify``).
+
+    ``anarchon_groups_<schema>``, made as :func:`schedules_channel` is.
+    """
+    return _channel("groups", schema)
+
+
 def _channel(kind: str, schema: str) -> str:
     channel = f"anarchon_{kind}_{check_schema_name(schema)}"
     if len(channel) > _NAME_MAX:
@@ -125,8 +134,8 @@ def render_sql(name: str, quoted_schema: str) -> str:
     the schema name, which must come quoted from :func:`quote_schema` (checked
     again here), ``@now_ms@`` by the server-clock expression, ``@channel@`` by
     the schema's :func:`schedules_channel` in quotes, ``@decided@`` by its
-    :func:`decided_channel` in quotes, ``@control@`` by its :func:`control_channel`. Any other placeholder is
-    a bug in the file and fails loudly.
+    :func:`decided_channel` in quotes, ``@control@`` by its :func:`control_channel`, ``@groups@`` by its
+    :func:`groups_channel`. Any other placeholder is a bug in the file and fails loudly.
     """
     if not (quoted_schema.startswith('"') and quoted_schema.endswith('"')):
         raise ValueError(f"render_sql needs a schema quoted by quote_schema(), got {quoted_schema!r}")
@@ -139,6 +148,7 @@ def render_sql(name: str, quoted_schema: str) -> str:
         "channel": f"'{schedules_channel(schema)}'",
         "decided": f"'{decided_channel(schema)}'",
         "control": f"'{control_channel(schema)}'",
+        "groups": f"'{groups_channel(schema)}'",
     }
 
     def fill(m: re.Match[str]) -> str:
@@ -175,6 +185,7 @@ _MIGRATIONS = (
     _migration("migration_12.sql"),  # runs.earlier: a take-over keeps the attempt it replaces (take_over again)
     _migration("migration_13.sql"),  # claim, claim_batch notify each scheduled slot decided (ranked claims)
     _migration("migration_14.sql"),  # claims and take-overs condemn no owner while no record is alive
+    _migration("migration_15.sql"),  # concurrency groups: limits, places, the places function
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

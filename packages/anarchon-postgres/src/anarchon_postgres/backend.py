@@ -22,6 +22,7 @@ from ._audit import AuditMixin
 from ._backfill import BackfillMixin, BackfillStatements
 from ._calls import UNREACHABLE, CallsMixin
 from ._control import ControlMixin
+from ._groups import GroupsMixin
 from ._guarantees import GuaranteesMixin
 from ._heart import PostgresHeart
 from ._records import batch_args, claim_args, claim_result, finish_args, history_run
@@ -60,7 +61,7 @@ _CLAIMS_AT_ONCE = 2
 
 class PostgresBackend(
     GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, BackfillMixin, ReviveMixin,
-    StandbysMixin, LeaseBackend,
+    StandbysMixin, GroupsMixin, LeaseBackend,
 ):  # fmt: skip
     """A lease backend on PostgreSQL ≥ 13 (``postgresql://`` or ``postgres://``).
 
@@ -103,6 +104,8 @@ class PostgresBackend(
         attempts=True,
         decided_notify=True,
         control_notify=True,
+        groups=True,
+        group_notify=True,
     )
 
     def __init__(
@@ -224,13 +227,6 @@ class PostgresBackend(
     def needs_migration(self) -> bool:
         """Whether :meth:`start` would still create or migrate the schema (known once connected)."""
         return self.schema_version is not None and self.schema_version < SCHEMA_VERSION
-
-    def _missing_schema(self) -> None:
-        if self._read_only and not self.schema_version:
-            raise LookupError(
-                f"schema {self.schema!r} at {self._where()} has no anarchon tables: nothing ran under it; "
-                "check the schema (?schema=… in the URL), or create it with `anarchon migrate --backend URL`"
-            )
 
     async def close(self) -> None:
         if self._finishes is not None:
