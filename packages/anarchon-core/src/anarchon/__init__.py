@@ -29,7 +29,6 @@ from .clock import Clock, LoopClock, SkewedClock, SystemClock
 from .context import JobFunc, RunContext
 from .control import PauseState, RunRequest
 from .distributions import FIRST_PARTY, install_hint
-from .groups import GroupState
 from .errors import (
     AnarchonDeprecationWarning,
     AnarchonError,
@@ -43,6 +42,7 @@ from .errors import (
     UnsupportedOperationError,
     UnsupportedOptionError,
 )
+from .groups import GroupState
 from .hookspecs import hookimpl
 from .job import Job
 from .liveness import Beat, Heart

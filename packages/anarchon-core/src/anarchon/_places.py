@@ -42,7 +42,7 @@ FAILED_PASS_S = 0.5
 
 
 class _Waiting:
-    __slots__ = ("flag", "placed", "place")
+    __slots__ = ("flag", "place", "placed")
 
     def __init__(self, place: Place, flag: Flag) -> None:
         self.place = place

@@ -56,11 +56,11 @@ from .clock import Clock, SystemClock
 from .context import JobFunc
 from .errors import BackendUnavailableError
 from .fleet import DriftPolicy
+from .groups import with_heartbeat
 from .guarantees import log_guarantees
 from .heartbeat import Heartbeat
 from .job import Job
 from .observers import Observers
-from .groups import with_heartbeat
 from .options import check_job_name
 from .plugins import PluginManager
 

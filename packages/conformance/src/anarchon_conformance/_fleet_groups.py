@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from anarchon.liveness import LIVENESS_TTL_MS
+from anarchon.plugins import PluginManager
 
 from ._requires import requires
 from .fleet import Fleet, assert_every_slot_once, build_backend
@@ -31,11 +32,14 @@ JOB_SECONDS = 2.0
 #: A place of a killed holder is free once its heartbeat expired; its run is taken over then and
 #: asks again, first in line. The bound adds the take-over poll and a loaded machine's slack.
 TAKEN_OVER_MS = LIVENESS_TTL_MS + 3500
+#: A run waiting in turn starts this soon after the end that freed its place (a poll, a loaded machine).
+TURN_MS = 1500
 
 
 def _set_limit(spec: dict[str, Any], limit: int) -> None:
     async def call() -> None:
-        backend = build_backend(**spec)
+        built = build_backend(**spec)
+        backend = PluginManager().resolve(built) if isinstance(built, str) else built
         await backend.start()
         try:
             await backend.set_group(GROUP, limit)
@@ -116,9 +120,20 @@ class FleetGroupTests:
             if r["e"] == "start" and r["attempt"] > 1 and (r["job"], r["slot"], r["attempt"] - 1) in set(held)
         }
         assert len(retaken) == len(held), f"runs of the killed holder not taken over: held {held}, retaken {retaken}"
-        slow = {k: ms for k, ms in retaken.items() if ms > TAKEN_OVER_MS}
-        assert not slow, f"the killed holder's runs restarted more than {TAKEN_OVER_MS} ms after the kill: {slow}"
-        late = [(r["job"], r["slot"], int(r["t"]) - r["slot"]) for r in ledger if r["e"] == "start" and r["t"] - r["slot"] > 60_000]
+        # A re-run waits for the dead holder's place no longer than the take-over; past it, only in its
+        # turn: behind older waiting slots, so it starts as another run of the group ends.
+        ends = [int(r["t"]) for r in ledger if r["e"] == "end"]
+        slow = {
+            k: ms
+            for k, ms in retaken.items()
+            if ms > TAKEN_OVER_MS and not any(0 <= killed_at + ms - t <= TURN_MS for t in ends)
+        }
+        assert not slow, f"the killed holder's runs waited past the take-over ({TAKEN_OVER_MS} ms), not in turn: {slow}"
+        late = [
+            (r["job"], r["slot"], int(r["t"]) - r["slot"])
+            for r in ledger
+            if r["e"] == "start" and r["t"] - r["slot"] > 60_000
+        ]
         assert not late, f"runs started past their wait bound (max_late_ms, 60 s): {late}"
         assert not [r for r in ledger if r["e"] == "skip"], "a slot was skipped: none waited past its bound"
         report = f.report(until_ms=last)

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
+from anarchon.context import RunContext
 from anarchon.errors import UnsupportedOptionError
 from anarchon.groups import Place
-from anarchon.context import RunContext
 from anarchon.run import RunStatus
 
 from ._base import SuiteBase
@@ -71,7 +71,7 @@ class GroupTests(SuiteBase):
         await a.backend.set_group(group, 1)
         held, waiting = _place(a, group, job, 1000), _place(a, group, job, 2000)
         assert await _ask(a, held, waiting) == [True, False]
-        stale = _place(a, group, job, 1000, token="someone-else")
+        stale = _place(a, group, job, 1000, token="someone-else")  # noqa: S106 - a run token, not a secret
         assert await _ask(a, waiting, leave=(stale,)) == [False], "a stale token's leave freed a live place"
         assert await _ask(a, waiting, leave=(held,)) == [True], "the holder's own leave did not free its place"
 
@@ -83,7 +83,7 @@ class GroupTests(SuiteBase):
         first = _place(a, group, job, 1000)
         later = _place(a, group, job, 2000)
         assert await _ask(a, first, later) == [True, False]
-        again = _place(a, group, job, 1000, token="taken-over")
+        again = _place(a, group, job, 1000, token="taken-over")  # noqa: S106 - a run token, not a secret
         # The same run with a new token replaces the entry: it waits again, first in line; the old
         # token's place is gone, so the new entry gets it.
         assert await _ask(a, again) == [True], "a take-over's ask did not get the place its run held"
@@ -148,7 +148,9 @@ class GroupTests(SuiteBase):
         assert most <= 2, f"{most} runs of a group limited to 2 ran at once"
         slots = [(name, slot) for _, _, name, slot, _ in spans]
         assert len(slots) == len(set(slots)), "a slot ran twice"
-        late = [(name, slot, round(wall * 1000) - slot) for _, _, name, slot, wall in spans if wall * 1000 > slot + 3500]
+        late = [
+            (name, slot, round(wall * 1000) - slot) for _, _, name, slot, wall in spans if wall * 1000 > slot + 3500
+        ]
         assert not late, f"runs started past their wait bound (max_wait_ms=3000): {late}"
         for name in names:
             for run in await conformance.history(name):
