@@ -1,4 +1,4 @@
-"""The conformance suite: all of it on one server, its claim, lease and liveness parts on the cluster."""
+"""The conformance suite: all of it on one server, its claim, lease, liveness and group parts on the cluster."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from anarchon_conformance import (
     ClaimTests,
     ControlNotifyTests,
     DecidedNotifyTests,
+    GroupTests,
     HistoryLimitTests,
     LeaseTests,
     LivenessTests,
@@ -98,6 +99,7 @@ class TestRedisClusterConformance(
     DecidedNotifyTests,
     ControlNotifyTests,
     AuditTests,
+    GroupTests,
 ):
     @pytest.fixture
     async def backend_factory(self, cluster_url: str) -> AsyncIterator[BackendFactory]:

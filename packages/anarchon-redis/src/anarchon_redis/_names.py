@@ -5,6 +5,11 @@ Every key of job ``sync`` under prefix ``cron:`` carries the hash tag
 that touch them run unchanged on Redis Cluster. Job names are checked by the
 core (``^[A-Za-z0-9_-]{1,100}$``); the prefix is checked here, since braces
 in it would move the hash tag and glob characters would break cleanup scans.
+
+The keys of concurrency groups carry the heartbeat key's whole name as their
+tag (``cron:{cron:instances}:groups``): Redis Cluster hashes a tag as it
+hashes a key without one, so they share the heartbeats' slot, and the
+``places`` script reads each holder's record in the step that hands out places.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import functools
 import re
 from dataclasses import dataclass
 
-__all__ = ["PREFIX_PATTERN", "JobKeys", "Keyspace", "check_prefix", "run_id"]
+from anarchon.groups import check_group_name
+
+__all__ = ["PREFIX_PATTERN", "GroupKeys", "JobKeys", "Keyspace", "check_prefix", "run_id"]
 
 PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
 
@@ -47,6 +54,29 @@ class JobKeys:
 def _job_keys(prefix: str, name: str) -> JobKeys:
     tag = f"{prefix}{{{name}}}:"
     return JobKeys(state=tag + "state", runs=tag + "runs", order=tag + "order", live=tag + "live")
+
+
+@dataclass(frozen=True)
+class GroupKeys:
+    """The four keys of one concurrency group (see ``lua/places.lua``).
+
+    ``places`` is a hash of entry id (``<job> <slot_ms> <0|1 manual>``) to
+    ``<instance> <token>``; ``running`` the set of the ids that hold a place;
+    ``waiting`` a sorted set of the others by slot, in the order places go;
+    ``holders`` a sorted set of ``<instance> <id>`` (score 0), each holder's
+    entries one range of it, so a dead holder's are found without a scan.
+    """
+
+    places: str
+    waiting: str
+    running: str
+    holders: str
+
+
+@functools.lru_cache(maxsize=4096)
+def _group_keys(prefix: str, name: str) -> GroupKeys:
+    tag = f"{prefix}{{{prefix}instances}}:group:{check_group_name(name)}:"  # a brace in it would move the tag
+    return GroupKeys(tag + "places", tag + "waiting", tag + "running", tag + "holders")
 
 
 @dataclass(frozen=True)
@@ -99,6 +129,24 @@ class Keyspace:
         """The audit trail's keys (the stream, its id counter), under one hash tag: one slot on a cluster."""
         tag = f"{self.prefix}{{audit}}:"
         return tag + "trail", tag + "counter"
+
+    @property
+    def groups(self) -> tuple[str, str]:
+        """The groups' limits (hash of group to max_running) and the set of groups with entries.
+
+        Tagged with the heartbeat key's name, as every group key (:meth:`group`): one slot with it.
+        """
+        tag = f"{self.prefix}{{{self.instances}}}:"
+        return tag + "groups:limits", tag + "groups:named"
+
+    def group(self, name: str) -> GroupKeys:
+        """One concurrency group's keys, in the heartbeat key's slot; the name is checked (it becomes a key)."""
+        return _group_keys(self.prefix, name)
+
+    @property
+    def groups_channel(self) -> str:
+        """Where a freed place or a set limit is told (the groups' names): the prefix, then ``groups``."""
+        return f"{self.prefix}groups"
 
     @property
     def pattern(self) -> str:

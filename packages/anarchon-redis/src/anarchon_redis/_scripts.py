@@ -38,12 +38,14 @@ __all__ = [
     "DUE",
     "FINISH",
     "FINISH_MANY",
+    "GROUP_STATES",
     "HAND_OVER",
     "HISTORY",
     "LEAVE",
     "PAUSE",
     "PEEK",
     "PEEK_MANY",
+    "PLACES",
     "REGISTER",
     "REGISTERED",
     "REGISTRY_KEEP",
@@ -54,6 +56,7 @@ __all__ = [
     "SCHEDULE_GET",
     "SCHEDULE_PUT",
     "SETTLE",
+    "SET_GROUP",
     "TAKE_OVER",
     "TOUCH",
     "UNREGISTER",
@@ -133,3 +136,6 @@ SCHEDULE_GET = load("schedule_get")
 SCHEDULE_FORGET = load("schedule_forget")
 FORGET = load("forget", "now_ms", "num")
 AUDIT_APPEND = load("audit_append")
+PLACES = load("places", "now_ms", "holders")
+SET_GROUP = load("set_group")
+GROUP_STATES = load("group_states", "now_ms", "holders")

@@ -17,6 +17,7 @@ once per ``sweep_ms`` (a slice per call), which also repairs the hint.
 Liveness (:mod:`._heart`): each instance's heartbeat is a member of ``<prefix>instances``; the
 owners its latest beat reported dead go to the claim, take-over and revive (:mod:`._revive`) scripts
 as arguments, and the first take-over pass after a new death checks every job, whatever the hint.
+Concurrency groups (:mod:`._groups`) read those records themselves, in the heartbeat key's slot.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from ._backfill import BackfillMixin
 from ._calls import PER_SCRIPT, Call, CallsMixin, each_reply, keep_cancellation, many_call
 from ._control import ControlMixin
 from ._full import Full, refused_for_memory
+from ._groups import GroupsMixin
 from ._guarantees import GuaranteesMixin
 from ._heart import DeadOwners, RedisHeart, script_args
 from ._known import KnownJobs
@@ -80,7 +82,7 @@ _NUMBERS = struct.Struct("<10d")
 
 class RedisBackend(
     GuaranteesMixin, CallsMixin, ControlMixin, RegistryMixin, StoredMixin, AuditMixin, BackfillMixin, ReviveMixin,
-    LeaseBackend,
+    GroupsMixin, LeaseBackend,
 ):  # fmt: skip
     """Lease backend on Redis >= 6.2, Redis Cluster or Sentinel (``redis://``, ``rediss://``, ``redis+sentinel://``).
 
@@ -118,6 +120,8 @@ class RedisBackend(
         attempts=True,
         decided_notify=True,
         control_notify=True,
+        groups=True,
+        group_notify=True,
     )
 
     def __init__(
