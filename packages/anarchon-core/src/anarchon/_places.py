@@ -63,6 +63,8 @@ class Places:
         self._watch: asyncio.Future[None] | None = None
         self._stopping = False
         self._closed = False
+        #: The last failed pass's error, so a lasting failure (a corrupt limit) is logged once.
+        self._failed: str | None = None
 
     def place_of(self, active: ActiveRun) -> Place:
         grant = active.grant
@@ -154,10 +156,14 @@ class Places:
             answers = await self._backend.places(leave, asks)
         except Exception as exc:
             self._health.failed("places", exc)
-            log.warning("asking for group places failed, asking again: %s", error_text(exc))
+            text = error_text(exc)
+            if text != self._failed:  # reported once until it changes or a pass succeeds
+                log.warning("asking for group places failed, asking again every %.1f s: %s", FAILED_PASS_S, text)
+                self._failed = text
             await asyncio.sleep(FAILED_PASS_S)
             self._wake.set()
             return
+        self._failed = None
         self._health.ok()
         for place in leave:
             if self._leaving.get(place.key) is place:

@@ -27,6 +27,9 @@ from .errors import InvalidJobError
 from .options import JOB_NAME_PATTERN
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .backend import Backend
     from .job import Job
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "Place",
     "check_group_limit",
     "check_group_name",
+    "refuse_groups",
     "skipped_text",
     "with_heartbeat",
 ]
@@ -141,3 +145,16 @@ def with_heartbeat(job: Job, liveness: bool) -> Job:
             value=job.options.group,
         )
     return job
+
+
+def refuse_groups(jobs: Iterable[Job], backend: Backend) -> None:
+    """At start without a heartbeat (the backend gave none, e.g. a caller's client): no job may name a group."""
+    named = sorted(j.name for j in jobs if j.options.group is not None)
+    if named and backend.capabilities.groups:
+        raise InvalidJobError(
+            f"jobs {', '.join(named)} name a group, and backend {backend!r} keeps no heartbeat for this instance "
+            "(its heart() gave none: a caller's own client or pool, for instance), so the places of its runs "
+            "would count as free; let the backend open its own connections, or remove group",
+            option="group",
+            value=named[0],
+        )

@@ -50,6 +50,7 @@ LEASE_ONLY: dict[str, object] = {
     "catch_up": "none",
     "catch_up_max": None,
     "hand_over": False,
+    "every_instance": False,
 }
 
 #: Shorter leases cannot be renewed (every third of them) over a real network.
@@ -110,6 +111,8 @@ class JobOptions:
     #: With ``group``: how long after its slot a run may wait for a place before it is recorded
     #: ``skipped`` (``None``: the job's ``max_late_ms``).
     max_wait_ms: int | None = None
+    #: One run per live instance per slot, each instance's claimed and recorded for it (``anarchon.every_instance``).
+    every_instance: bool = False
 
     @property
     def wait_bound_ms(self) -> int:
@@ -182,9 +185,9 @@ INT_BOUNDS: dict[str, tuple[int, int, int]] = {
 NULLABLE = frozenset({"timeout_ms", "history_ttl_ms", "catch_up_max", "max_wait_ms"})
 #: Options left out of a job's stored definition while they have this value, so that a release that
 #: added them does not change the fingerprint of every job (the fleet registry would see drift).
-OMITTED_AT_DEFAULT: dict[str, object] = {"group": None, "max_wait_ms": None}
+OMITTED_AT_DEFAULT: dict[str, object] = {"group": None, "max_wait_ms": None, "every_instance": False}
 #: The True-or-False options.
-BOOLS = frozenset({"hand_over", "retry_jitter"})
+BOOLS = frozenset({"hand_over", "retry_jitter", "every_instance"})
 
 
 def _int(job: str, backend: str, option: str, value: object) -> int:
@@ -282,6 +285,8 @@ def resolve_options(job: str, explicit: dict[str, Any], capabilities: Capabiliti
         )
     explicit = _takeovers_as_attempts(job, backend, explicit)
     values.update({k: v for k, v in explicit.items() if k not in LEASE_ONLY or capabilities.lease})
+    if values.get("every_instance") and "catch_up" not in explicit:
+        values["catch_up"] = "none"  # a slot an instance missed while down stays missed for it (every_instance)
     opts = JobOptions(**values)
 
     tz = opts.timezone

@@ -55,8 +55,9 @@ from .backend import Backend, LeaseBackend
 from .clock import Clock, SystemClock
 from .context import JobFunc
 from .errors import BackendUnavailableError
+from .every_instance import fit
 from .fleet import DriftPolicy
-from .groups import with_heartbeat
+from .groups import refuse_groups
 from .guarantees import log_guarantees
 from .heartbeat import Heartbeat
 from .job import Job
@@ -235,7 +236,7 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
 
     def build_job(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
         """Check a job against this scheduler's backend without adding it."""
-        return with_heartbeat(build_job(self.backend, name, cron, func, **options), self.liveness)
+        return fit(build_job(self.backend, name, cron, func, **options), self.liveness, self.instance_id)
 
     def add(self, name: str, cron: str, func: JobFunc, **options: Any) -> Job:
         """Register a job; every option is checked here, before anything runs."""
@@ -338,7 +339,7 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
         """Beat once before the first claim: a run claimed without a record would wait out its lease if we died."""
         heart = self.backend.heart() if isinstance(self.backend, LeaseBackend) and self.liveness else None
         if heart is None:
-            return
+            return refuse_groups(self._registry.snapshot(), self.backend)
         beat = Heartbeat(heart, self.instance_id, on_dead=self._on_dead)
         if not await beat.start(FIRST_BEAT_TIMEOUT_S):
             await beat.stop(leave=False)

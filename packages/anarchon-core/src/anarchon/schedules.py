@@ -238,6 +238,13 @@ def check_schedule(backend: Backend, schedule: StoredSchedule) -> None:
             value=schedule.origin,
         )
     check_kwargs(schedule.name, schedule.kwargs)
+    if schedule.options.get("every_instance") is True:
+        raise InvalidJobError(
+            f"schedule {schedule.name!r}: every_instance=True is for jobs added in code (each instance adds its "
+            "own copy); a stored schedule runs once per slot across the fleet: remove every_instance",
+            option="every_instance",
+            value=True,
+        )
     for option, value in schedule.options.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidJobError(

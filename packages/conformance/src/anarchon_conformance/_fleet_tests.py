@@ -32,6 +32,7 @@ from anarchon.urls import url_scheme
 
 from ._base import SuiteBase
 from ._fleet_control import FleetControlTests
+from ._fleet_every import FleetEveryInstanceTests
 from ._fleet_groups import FleetGroupTests
 from ._requires import requires, unmet_requirement
 from .fleet import Fleet, assert_every_slot_once, build_backend
@@ -66,7 +67,7 @@ def _near(fleet: Fleet, keys: list[tuple[str, int]], within_ms: int = 3000) -> l
 
 
 @pytest.mark.slow
-class FleetTests(FleetControlTests, FleetGroupTests, SuiteBase):
+class FleetTests(FleetControlTests, FleetGroupTests, FleetEveryInstanceTests, SuiteBase):
     """Every slot once across processes; after ``kill -9``, a take-over on lease backends, a lost run on claim ones."""
 
     @pytest.fixture

@@ -172,10 +172,10 @@ class Fleet:
         skew = self.skews[index % len(self.skews)] if self.skews else 0
         return [*self._argv_base, "--id", instance, "--skew-ms", str(skew)]
 
-    def _spawn(self) -> Member:
+    def _spawn(self, instance: str | None = None) -> Member:
         index = self._spawned
         self._spawned += 1
-        instance = self.member_name(index)
+        instance = instance or self.member_name(index)
         argv = self.member_argv(index, instance)
         log = open(self.workdir / f"{instance}.log", "w")  # noqa: SIM115 - the child owns it
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=self.env)
@@ -213,8 +213,9 @@ class Fleet:
         member.killed_at = _now_ms()
         return member.killed_at
 
-    def restart(self, timeout: float = 60.0) -> Member:
-        member = self._spawn()
+    def restart(self, timeout: float = 60.0, *, instance: str | None = None) -> Member:
+        """Start one more instance (with ``instance``: that id again, as a restarted pod keeps its name)."""
+        member = self._spawn(instance)
         self._wait_ready([member], timeout)
         return member
 

@@ -25,7 +25,7 @@ from .. import __version__
 from ..commands import CliCommand
 from ..errors import AnarchonError, BackendUnavailableError
 from ..health import check_health_port
-from . import _audit, _control, _groups, _schedules
+from . import _audit, _control, _every, _groups, _schedules
 from ._backfill import backfill, parse_moment
 from ._check import check
 from ._common import BACKEND_ENV, RUN_HEADERS, UsageError, load_scheduler, positive_int, run_rows, table
@@ -249,6 +249,7 @@ def _parser(
     _schedules.register(command, backend_and_json)
     _audit.register(command, backend_and_json)
     _groups.register(command, backend_and_json)
+    _every.register(command, backend_and_json)
 
     p = command("backends", "list installed backends: schemes, kind (lease or claim), capabilities")
     json_option(p)
@@ -279,6 +280,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Any]] = {
     **_schedules.COMMANDS,
     **_audit.COMMANDS,
     **_groups.COMMANDS,
+    **_every.COMMANDS,
 }
 
 

@@ -32,7 +32,7 @@ def register(command: Command, options: Callable[[argparse.ArgumentParser], None
         "order, each up to its max_wait_ms (default: its max_late_ms), then are recorded skipped. A group with "
         f"no limit has none. Name the backend with --backend URL or {BACKEND_ENV}.",
     )
-    verbs = top.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = top.add_subparsers(dest="verb", required=True, metavar="verb", help="set, remove or list")
     p = verbs.add_parser("set", help="set a group's limit; every instance obeys it within about a second")
     p.add_argument("name", metavar="NAME", help="the group's name")
     p.add_argument("--max-running", type=positive_int, required=True, metavar="N", help="runs at once, fleet-wide")

@@ -1,0 +1,85 @@
+"""Jobs for every instance across processes: each live instance runs each slot once; a dead one misses its own.
+
+Mixed into :class:`~anarchon_conformance.FleetTests`; gated on ``lease`` and
+``registry`` (the view of who missed what reads the registry). Three
+instances run two every-second jobs with ``every_instance=True``; one is
+killed (``SIGKILL``), and restarted with the same id once the others ran
+three slots without it. From the ledger: no instance ran a slot twice (the
+restart none it ran before), the two that lived ran every slot, the killed
+one every slot but those while it was down; and
+:func:`anarchon.every_instance.instance_runs` shows those slots missed for
+it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from anarchon.every_instance import InstanceSlot, instance_runs
+from anarchon.plugins import PluginManager
+
+from ._requires import requires
+from .fleet import Fleet, build_backend
+
+__all__ = ["FleetEveryInstanceTests"]
+
+
+def _view(spec: dict[str, Any], name: str) -> list[InstanceSlot]:
+    async def call() -> list[InstanceSlot]:
+        built = build_backend(**spec)
+        backend = PluginManager().resolve(built) if isinstance(built, str) else built
+        await backend.start()
+        try:
+            return await instance_runs(backend, name, slots=30)
+        finally:
+            await backend.close()
+
+    return asyncio.run(call())
+
+
+def _ran(instance: str, after_ms: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda r: r["e"] == "end" and r["instance"] == instance and r["slot"] > after_ms
+
+
+class FleetEveryInstanceTests:
+    """``every_instance=True``: one run per live instance per slot, and a dead instance's gap shows as its own."""
+
+    @requires("multi_process", "lease", "registry")
+    def test_every_instance_runs_each_slot_once_and_a_dead_ones_slots_are_missed_for_it_alone(
+        self, fleet: Callable[..., Fleet], fleet_backend: dict[str, Any]
+    ) -> None:
+        with fleet(instances=3, jobs=2, options={"every_instance": True}) as f:
+            f.start()
+            first, victim, third = f.members
+            f.wait_for(_ran(victim.instance, f.ready_ms or 0), timeout=20)
+            killed_at = f.kill(victim)
+            for member in (first, third):  # three slots pass without it
+                f.wait_for(_ran(member.instance, killed_at + 3000), timeout=20)
+            spawned_ms = time.time_ns() // 1_000_000
+            back = f.restart(instance=victim.instance)
+            restarted_ms = time.time_ns() // 1_000_000
+            for member in (first, third, back):
+                f.wait_for(_ran(member.instance, restarted_ms + 2000), timeout=20)
+            view = _view(fleet_backend, "job-00")  # while they live: the view shows live instances
+            f.stop()
+        ledger = f.ledger()
+        starts = [r for r in ledger if r["e"] == "start"]
+        twice = [k for k, n in Counter((r["instance"], r["job"], r["slot"]) for r in starts).items() if n > 1]
+        assert not twice, f"an instance ran a slot twice (the restart one it ran before?): {twice}"
+        window = range((f.ready_ms or 0) // 1000 * 1000 + 2000, restarted_ms + 2000, 1000)
+        for job in ("job-00", "job-01"):
+            for member in (first, third):
+                ran = {r["slot"] for r in starts if r["instance"] == member.instance and r["job"] == job}
+                missing = [s for s in window if s not in ran]
+                assert not missing, f"{member.instance}, alive throughout, did not run {job} at {missing}"
+            ran = {r["slot"] for r in starts if r["instance"] == victim.instance and r["job"] == job}
+            down = [s for s in window if killed_at + 1000 <= s < spawned_ms]
+            assert down and not set(down) & ran, f"{victim.instance} ran {job} while it was down: {set(down) & ran}"
+        missed = {(s.instance, s.slot_ms) for s in view if s.missed}
+        assert {(victim.instance, s) for s in down} <= missed, f"the dead instance's gap is not shown missed: {view}"
+        others = [m for m in missed if m[0] != victim.instance and m[1] in window]
+        assert not others, f"slots shown missed for instances that ran them: {others}"
