@@ -37,6 +37,7 @@ class ClaimOnly(MemoryBackend):
 COMPANIONS: dict[str, dict[str, object]] = {
     "catch_up_max": {"catch_up": "each", "overlap": "allow"},
     "retry_delay_ms": {"retry_delay_max_ms": INT_BOUNDS["retry_delay_max_ms"][1]},
+    "max_wait_ms": {"group": "g"},  # it bounds the wait for a place in a group
 }
 
 

@@ -23,7 +23,7 @@ from anarchon.run import RunStatus
 from ._base import SuiteBase
 from ._harness import Conformance, Instance
 from ._jobs import unique_name
-from ._liveness import _beating, _seen_dead
+from ._liveness import TTL_MS, _seen_dead
 from ._requires import gated
 from .testing import eventually
 
@@ -93,16 +93,19 @@ class GroupTests(SuiteBase):
         a, b = await conformance.instances(2)
         group, job = unique_name("grp"), unique_name("gj")
         await b.backend.set_group(group, 1)
-        async with _beating(b):
-            await a.beat(400)
-            assert await _ask(a, _place(a, group, job, 1000)) == [True]
-            mine = _place(b, group, job, 2000)
-            assert await _ask(b, mine) == [False]
-            await a.stop_beating()
-            await _seen_dead(b, a)
-            assert await _ask(b, mine) == [True], "the place of a holder whose heartbeat expired was not freed"
-            state = {g.name: g for g in await b.backend.groups()}[group]
-            assert (state.running, state.waiting) == (1, 0), state
+        await b.beat(LONG_TTL_MS)
+        await a.beat(TTL_MS)
+        assert await _ask(a, _place(a, group, job, 1000)) == [True]
+        mine = _place(b, group, job, 2000)
+        assert await _ask(b, mine) == [False]
+        await a.stop_beating()
+        # b beats until its beat reports a dead, as a live scheduler's heartbeat does, with the TTL a beat
+        # with (one TTL for all: the silence rule reads the newest record's), and once more before it asks.
+        await _seen_dead(b, a)
+        await b.beat(TTL_MS)
+        assert await _ask(b, mine) == [True], "the place of a holder whose heartbeat expired was not freed"
+        state = {g.name: g for g in await b.backend.groups()}[group]
+        assert (state.running, state.waiting) == (1, 0), state
 
     async def test_a_group_without_a_limit_gives_every_ask_a_place(self, conformance: Conformance) -> None:
         (a,) = await conformance.instances(1)
