@@ -193,3 +193,27 @@ def private_postgres() -> Iterator[Callable[..., str]]:
                     timeout=60,
                 )
             shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def schema_at(pg_dsn: str) -> Callable[[str, int], Awaitable[None]]:
+    """Make a schema as a release of ``version`` left it (for the tests of a later migration)."""
+    from anarchon_postgres._schema import _MIGRATIONS, quote_schema
+
+    async def make(schema: str, version: int) -> None:
+        quoted = quote_schema(schema)
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            async with conn.transaction():
+                await conn.execute(f"CREATE SCHEMA {quoted}")
+                await conn.execute(
+                    f"CREATE TABLE {quoted}.schema_version (version integer PRIMARY KEY, applied_at "
+                    "timestamptz NOT NULL DEFAULT now())"
+                )
+                for n, migration in enumerate(_MIGRATIONS[:version], 1):
+                    await conn.execute(migration(quoted))
+                    await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES ({n})")
+        finally:
+            await conn.close()
+
+    return make

@@ -9,35 +9,16 @@ from __future__ import annotations
 
 import asyncio
 
-import asyncpg  # type: ignore[import-untyped]
 import pytest
 
 from anarchon.groups import GroupState, Place
 from anarchon_postgres import SCHEMA_VERSION, PostgresBackend
 from anarchon_postgres._heart import PostgresHeart
-from anarchon_postgres._schema import _MIGRATIONS, migration_script, quote_schema
+from anarchon_postgres._schema import migration_script
 
 pytestmark = pytest.mark.postgres
 
 TTL_MS = 60_000
-
-
-async def _schema_at(pg_dsn: str, schema: str, version: int) -> None:
-    """The schema as a release of ``version`` left it."""
-    quoted = quote_schema(schema)
-    conn = await asyncpg.connect(pg_dsn)
-    try:
-        async with conn.transaction():
-            await conn.execute(f"CREATE SCHEMA {quoted}")
-            await conn.execute(
-                f"CREATE TABLE {quoted}.schema_version (version integer PRIMARY KEY, applied_at "
-                "timestamptz NOT NULL DEFAULT now())"
-            )
-            for n, migration in enumerate(_MIGRATIONS[:version], 1):
-                await conn.execute(migration(quoted))
-                await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES ({n})")
-    finally:
-        await conn.close()
 
 
 async def _beating(backend: PostgresBackend, instance: str) -> PostgresHeart:
@@ -53,10 +34,10 @@ def _place(job: str, slot_ms: int, instance: str = "i1", group: str = "g") -> Pl
 
 
 async def test_a_version_14_schema_gets_the_group_tables_on_start_and_a_look_finds_no_group(
-    pg_dsn, schema, make_backend
+    pg_dsn, schema, make_backend, schema_at
 ):
     assert SCHEMA_VERSION == 15
-    await _schema_at(pg_dsn, schema, 14)
+    await schema_at(schema, 14)
     script = migration_script(schema, 14)
     assert f'CREATE TABLE "{schema}".group_places' in script and f'CREATE TABLE "{schema}".runs' not in script
     look = PostgresBackend(pg_dsn, schema=schema)

@@ -12,29 +12,11 @@ import pytest
 
 from anarchon_postgres import SCHEMA_VERSION, PostgresBackend
 from anarchon_postgres._heart import PostgresHeart
-from anarchon_postgres._schema import _MIGRATIONS, migration_script, quote_schema
+from anarchon_postgres._schema import migration_script
 
 pytestmark = pytest.mark.postgres
 
 TTL_MS = 400
-
-
-async def _schema_at(pg_dsn: str, schema: str, version: int) -> None:
-    """The schema as a release of ``version`` left it."""
-    quoted = quote_schema(schema)
-    conn = await asyncpg.connect(pg_dsn)
-    try:
-        async with conn.transaction():
-            await conn.execute(f"CREATE SCHEMA {quoted}")
-            await conn.execute(
-                f"CREATE TABLE {quoted}.schema_version (version integer PRIMARY KEY, applied_at "
-                "timestamptz NOT NULL DEFAULT now())"
-            )
-            for n, migration in enumerate(_MIGRATIONS[:version], 1):
-                await conn.execute(migration(quoted))
-                await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES ({n})")
-    finally:
-        await conn.close()
 
 
 async def _seen_dead(b_heart: PostgresHeart, wait_until) -> None:
@@ -52,8 +34,10 @@ def _heart(backend: PostgresBackend) -> PostgresHeart:
     return heart
 
 
-async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(pg_dsn, schema, make_backend, make_job, make_claim):
-    await _schema_at(pg_dsn, schema, 3)
+async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(
+    pg_dsn, schema, make_backend, make_job, make_claim, schema_at
+):
+    await schema_at(schema, 3)
     script = migration_script(schema, 3)
     assert f'CREATE TABLE "{schema}".instances' in script and f'CREATE TABLE "{schema}".runs' not in script
     backend = await make_backend()
@@ -70,8 +54,8 @@ async def test_a_version_3_schema_gets_the_heartbeat_table_on_start(pg_dsn, sche
         await heart.close()
 
 
-async def test_read_only_start_creates_no_heartbeat_table(pg_dsn, schema, make_backend):
-    await _schema_at(pg_dsn, schema, 3)
+async def test_read_only_start_creates_no_heartbeat_table(pg_dsn, schema, make_backend, schema_at):
+    await schema_at(schema, 3)
     reader = PostgresBackend(pg_dsn, schema=schema)
     await reader.start_read_only()
     try:

@@ -18,6 +18,7 @@ import pytest
 from anarchon.groups import GroupState, Place
 from anarchon.liveness import RETAIN_DEAD_MS
 from anarchon.memory import MemoryBackend, MemoryStore
+from anarchon_conformance.testing import random_places
 from anarchon_sqlite import SQLiteBackend
 
 NOW = 1_800_000_000_000
@@ -66,22 +67,7 @@ async def test_same_answers_as_the_memory_store(seed, tmp_path):
                 await mem.set_group(group, limit)
                 await sql[i].set_group(group, limit)
             else:
-                leave = [
-                    p if rng.random() < 0.8 else Place(p.group, p.job, p.slot_ms, p.manual, "stale", p.instance)
-                    for p in rng.sample(held, min(len(held), rng.randint(0, 2)))
-                ]
-                take = []
-                for _ in range(rng.randint(0 if leave else 1, 4)):
-                    mine = [p for p in held if p.instance == name]
-                    if mine and rng.random() < 0.4:  # the run asks again, or is taken over (a new token)
-                        p = rng.choice(mine)
-                        token = p.token if rng.random() < 0.7 else f"{p.token}+"
-                        take.append(Place(p.group, p.job, p.slot_ms, p.manual, token, name))
-                    else:
-                        slot = NOW + rng.randrange(-5, 5) * 1000
-                        job, manual = rng.choice(JOBS), rng.random() < 0.2
-                        take.append(Place(rng.choice(GROUPS), job, slot, manual, f"{name}-{job}-{slot}", name))
-                held += take
+                leave, take = random_places(rng, held, name, groups=GROUPS, jobs=JOBS, slot_ms=NOW)
                 got = await sql[i].places(leave, take)
                 assert got == await mem.places(leave, take), (leave, take)
                 compared += bool(take)

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from anarchon.backend import Backend
 from anarchon.claims import Claim
 from anarchon.fleet import InstanceInfo, JobDefinition, encode_jobs, jobs_fingerprint
+from anarchon.groups import Place
 from anarchon.job import Job
 
 from ._jobs import EVERY_SECOND, finished_run, make_job, now_ms, unique_name
@@ -42,6 +44,7 @@ __all__ = [
     "make_claim",
     "make_job",
     "now_ms",
+    "random_places",
     "register_at",
     "registry_entry",
     "unique_name",
@@ -133,3 +136,31 @@ def register_at(url: str, instance: str, crons: dict[str, str], **entry: Any) ->
             await backend.close()
 
     asyncio.run(plant())
+
+
+def random_places(
+    rng: random.Random, held: list[Place], instance: str, *, groups: Sequence[str], jobs: Sequence[str], slot_ms: int
+) -> tuple[list[Place], list[Place]]:
+    """One random ``places()`` call of ``instance`` for a differential test against the memory reference.
+
+    Leaves of up to two places asked before (one in five with a stale token), and up to four asks: a run
+    asking again, or taken over (a new token, which may hold a space), or a new run of a slot near
+    ``slot_ms``. The asks are added to ``held``.
+    """
+    leave = [
+        p if rng.random() < 0.8 else Place(p.group, p.job, p.slot_ms, p.manual, "stale", p.instance)
+        for p in rng.sample(held, min(len(held), rng.randint(0, 2)))
+    ]
+    take = []
+    for _ in range(rng.randint(0 if leave else 1, 4)):
+        mine = [p for p in held if p.instance == instance]
+        if mine and rng.random() < 0.4:
+            p = rng.choice(mine)
+            token = p.token if rng.random() < 0.7 else f"{p.token} +"
+            take.append(Place(p.group, p.job, p.slot_ms, p.manual, token, instance))
+        else:
+            slot = slot_ms + rng.randrange(-5, 5) * 1000
+            job, manual = rng.choice(jobs), rng.random() < 0.2
+            take.append(Place(rng.choice(groups), job, slot, manual, f"{instance}-{job}-{slot}", instance))
+    held += take
+    return leave, take
