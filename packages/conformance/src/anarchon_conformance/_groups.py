@@ -18,7 +18,7 @@ import pytest
 from anarchon.context import RunContext
 from anarchon.errors import UnsupportedOptionError
 from anarchon.groups import Place
-from anarchon.run import RunStatus
+from anarchon.run import Run, RunStatus
 
 from ._base import SuiteBase
 from ._harness import Conformance, Instance
@@ -159,6 +159,61 @@ class GroupTests(SuiteBase):
             for run in await conformance.history(name):
                 if run.status is RunStatus.SKIPPED and run.error and "max_wait_ms" in run.error:
                     assert group in run.error, f"a slot skipped for its group does not name it: {run.error!r}"
+
+    async def test_a_raised_limit_takes_effect_within_2_s(self, conformance: Conformance) -> None:
+        group = unique_name("grp")
+        started: list[float] = []
+
+        async def work() -> None:
+            started.append(time.monotonic())
+            await asyncio.sleep(3)
+
+        scheduler = await conformance.scheduler(start=False)
+        await scheduler.backend.start()
+        await scheduler.backend.set_group(group, 1)
+        for _ in range(3):  # overlap="skip": each job has one run at a time, going or waiting
+            scheduler.add(unique_name("gjob"), "* * * * * *", work, group=group, jitter_ms=0)
+        await scheduler.start()
+        operator = await conformance.instance()
+
+        async def two_waiting() -> bool:
+            return any(g.name == group and g.waiting >= 2 for g in await operator.backend.groups())
+
+        await eventually(two_waiting, timeout_s=15, what="two runs of the group waiting behind the first")
+        assert len(started) == 1, f"{len(started)} runs of a group limited to 1 started"
+        raised = time.monotonic()
+        await operator.backend.set_group(group, 3)
+        await eventually(lambda: len(started) >= 3, timeout_s=10, what="the waiting runs to start", interval_s=0.01)
+        took = max(started[1:3]) - raised
+        assert took <= 2.0, f"a raised limit took {took:.2f} s to start the waiting runs"
+
+    async def test_a_slot_waiting_past_max_wait_ms_is_recorded_skipped_naming_the_group(
+        self, conformance: Conformance
+    ) -> None:
+        group = unique_name("grp")
+        release = asyncio.Event()
+
+        async def hold() -> None:
+            await asyncio.wait_for(release.wait(), 20)
+
+        scheduler = await conformance.scheduler(start=False)
+        await scheduler.backend.start()
+        await scheduler.backend.set_group(group, 1)
+        # Equal slots take turns by job name: "ga-…" holds the one place, "gb-…" waits past its bound.
+        scheduler.add(unique_name("ga"), "* * * * * *", hold, group=group, jitter_ms=0)
+        waiter = scheduler.add(unique_name("gb"), "* * * * * *", lambda: None, group=group, max_wait_ms=500)
+        await scheduler.start()
+        try:
+
+            async def skipped() -> list[Run]:
+                return [r for r in await conformance.history(waiter.name) if r.status is RunStatus.SKIPPED]
+
+            runs = await eventually(skipped, timeout_s=15, what="a slot of the waiting job recorded skipped")
+        finally:
+            release.set()
+        assert runs[0].error is not None and group in runs[0].error and "max_wait_ms=500" in runs[0].error, runs[0]
+        ran = [r for r in await conformance.history(waiter.name) if r.status is RunStatus.SUCCEEDED]
+        assert all(r.slot_ms != runs[0].slot_ms for r in ran), "a slot recorded skipped also ran"
 
 
 @gated(groups=False)
