@@ -2,13 +2,15 @@
 
 A run of a job with ``group`` holds its grant (the lease keeper renews it)
 and waits here until the backend gives it a place (:meth:`Backend.places`).
-One loop per instance sends the asks of every waiting run and the leaves of
-every ended run together, so the referee sees one call per pass, not one
-per run: when a run of this instance ended, when the backend tells of a
-freed place (``capabilities.group_notify``), and every
-:data:`~anarchon.groups.GROUP_POLL_MS` while anything waits. Only the
-:data:`ASK_MAX` oldest waiting runs are asked for in a pass: places go in
-slot order, so a younger one cannot get a place before them anyway.
+One loop per instance sends its asks and the leaves of its ended runs
+together, so the referee sees one call per pass, not one per run: when a
+run of this instance ended, when the backend tells of a freed place
+(``capabilities.group_notify``), and every :data:`~anarchon.groups.GROUP_POLL_MS`
+while anything waits. A run's first ask stores it in the backend, where it
+keeps its turn; after that only the :data:`ASK_AGAIN` oldest stored runs are
+asked about again: places go in slot order across the fleet, so a younger
+one cannot have got a place before them. A pass costs the runs new since the
+last one and a few dozen, however many wait.
 
 A leave that fails stays queued and goes with the next pass; the backend
 also frees the place of a holder whose heartbeat expired, so a place is
@@ -33,8 +35,10 @@ __all__ = ["ASK_MAX", "CANCELLED", "Places"]
 
 log = logging.getLogger("anarchon.groups")
 
-#: The most waiting runs asked for in one pass (the oldest ones).
+#: The most waiting runs a pass stores in the backend (the oldest not stored yet).
 ASK_MAX = 256
+#: The oldest stored waiting runs a pass asks about again (whether they got a place since).
+ASK_AGAIN = 32
 #: What :meth:`Places.wait` answers for a run stopped or cancelled while it waited.
 CANCELLED = "cancelled"
 #: Back-off after a failed pass.
@@ -42,12 +46,14 @@ FAILED_PASS_S = 0.5
 
 
 class _Waiting:
-    __slots__ = ("flag", "place", "placed")
+    __slots__ = ("flag", "place", "placed", "stored")
 
     def __init__(self, place: Place, flag: Flag) -> None:
         self.place = place
         self.flag = flag
         self.placed = False
+        #: The backend answered an ask of it: it holds its turn there.
+        self.stored = False
 
 
 class Places:
@@ -145,13 +151,14 @@ class Places:
             if not self._wake.is_set():
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), every * random.uniform(0.75, 1.25))
+            await asyncio.sleep(0)  # the runs told of a place start before the next pass
             self._wake.clear()  # before the pass: a notice during it makes another
             if (self._waiting or self._leaving) and not self._closed:
                 await self._pass()
 
     async def _pass(self) -> None:
         leave = list(self._leaving.values())
-        asks = sorted((w.place for w in self._waiting.values()), key=lambda p: p.order)[:ASK_MAX]
+        asks = self._asks()
         try:
             answers = await self._backend.places(leave, asks)
         except Exception as exc:
@@ -170,6 +177,24 @@ class Places:
                 del self._leaving[place.key]
         for place, placed in zip(asks, answers, strict=True):
             waiting = self._waiting.get(place.key)
-            if placed and waiting is not None and waiting.place is place:
+            if waiting is None or waiting.place is not place:
+                continue
+            waiting.stored = True
+            if placed:
                 waiting.placed = True
                 waiting.flag.set()
+        if asks and all(answers):
+            self._wake.set()  # every run asked about got a place: younger ones may have one too
+
+    def _asks(self) -> list[Place]:
+        """The runs asked about in a pass: those the backend has not stored yet, and the oldest stored ones.
+
+        A run is stored by its first ask and keeps its turn in the backend from then on; asking again
+        only tells whether it got a place. Places go oldest first across the fleet, so of the runs
+        stored only this instance's oldest can have got one since the last pass: :data:`ASK_AGAIN` of
+        them are asked about, not every run waiting (at 10,000 waiting, each pass re-read them all).
+        """
+        ordered = sorted((w for w in self._waiting.values() if not w.placed), key=lambda w: w.place.order)
+        new = [w.place for w in ordered if not w.stored][:ASK_MAX]
+        again = [w.place for w in ordered if w.stored][:ASK_AGAIN]
+        return sorted(new + again, key=lambda p: p.order)
