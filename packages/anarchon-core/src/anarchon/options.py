@@ -226,13 +226,13 @@ def _check_type(job: str, backend: str, option: str, value: object) -> None:
         )
     elif option == "dst":
         _dst(job, backend, value)
-    elif option == "group" and value is not None:
-        from .groups import check_group_name
-
-        try:
-            check_group_name(value)
-        except InvalidJobError as exc:
-            raise InvalidJobError(f"{_where(job, backend)}: {exc}", option="group", value=value) from None
+    elif option == "group" and value is not None and not (isinstance(value, str) and JOB_NAME_PATTERN.fullmatch(value)):
+        raise InvalidJobError(
+            f"{_where(job, backend)}: group={value!r} is not a group name: use 1 to 100 letters, digits, '_' or '-' "
+            "(as a job name), for example group='reports'",
+            option="group",
+            value=value,
+        )
 
 
 def _dst(job: str, backend: str, value: object) -> None:
