@@ -29,7 +29,6 @@ from .options import JOB_NAME_PATTERN
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from .backend import Backend
     from .job import Job
 
 __all__ = [
@@ -147,12 +146,15 @@ def with_heartbeat(job: Job, liveness: bool) -> Job:
     return job
 
 
-def refuse_groups(jobs: Iterable[Job], backend: Backend) -> None:
-    """At start without a heartbeat (the backend gave none, e.g. a caller's client): no job may name a group."""
+def refuse_groups(jobs: Iterable[Job], backend: str, groups: bool) -> None:
+    """At start without a heartbeat (the backend gave none, e.g. a caller's client): no job may name a group.
+
+    ``backend`` is the backend's ``repr``, ``groups`` its capability (the backend is not imported here).
+    """
     named = sorted(j.name for j in jobs if j.options.group is not None)
-    if named and backend.capabilities.groups:
+    if named and groups:
         raise InvalidJobError(
-            f"jobs {', '.join(named)} name a group, and backend {backend!r} keeps no heartbeat for this instance "
+            f"jobs {', '.join(named)} name a group, and backend {backend} keeps no heartbeat for this instance "
             "(its heart() gave none: a caller's own client or pool, for instance), so the places of its runs "
             "would count as free; let the backend open its own connections, or remove group",
             option="group",

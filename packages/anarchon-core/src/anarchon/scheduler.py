@@ -339,7 +339,7 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
         """Beat once before the first claim: a run claimed without a record would wait out its lease if we died."""
         heart = self.backend.heart() if isinstance(self.backend, LeaseBackend) and self.liveness else None
         if heart is None:
-            return refuse_groups(self._registry.snapshot(), self.backend)
+            return refuse_groups(self._registry.snapshot(), repr(self.backend), self.backend.capabilities.groups)
         beat = Heartbeat(heart, self.instance_id, on_dead=self._on_dead)
         if not await beat.start(FIRST_BEAT_TIMEOUT_S):
             await beat.stop(leave=False)
