@@ -101,7 +101,8 @@ class Places:
                     await asyncio.wait_for(waiting.flag.wait(), left_ms / 1000)
         finally:
             active.between_tries = None
-            self._waiting.pop(place.key, None)
+            if self._waiting.get(place.key) is waiting:  # a take-over of the run here may wait under its key
+                del self._waiting[place.key]
         if waiting.placed and not active.context.lease_lost and not self._stopping:
             return None
         self.leave(place)
