@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidJobError
-from .options import JOB_NAME_PATTERN
+from .options import check_group_name
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -48,18 +48,6 @@ __all__ = [
 GROUP_POLL_MS = 1000
 #: The largest limit any backend stores (far above any sane fleet's runs at once).
 MAX_GROUP_LIMIT = 1_000_000
-
-
-def check_group_name(name: object, *, option: str = "group") -> str:
-    """A group name is a job name: it becomes part of keys, rows and channel payloads."""
-    if not isinstance(name, str) or not JOB_NAME_PATTERN.fullmatch(name):
-        raise InvalidJobError(
-            f"{option}={name!r} is not a group name: use 1 to 100 letters, digits, '_' or '-' "
-            "(as a job name), for example group='reports'",
-            option=option,
-            value=name,
-        )
-    return name
 
 
 def check_group_limit(limit: object) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_HISTORY_SIZE",
     "MAX_RETRIES",
     "JobOptions",
+    "check_group_name",
     "check_history_limit",
     "check_job_name",
     "resolve_options",
@@ -145,6 +146,18 @@ def check_job_name(name: object) -> str:
     return name
 
 
+def check_group_name(name: object, *, option: str = "group") -> str:
+    """A group name is a job name (:func:`check_job_name`'s rule): it becomes part of keys, rows and payloads."""
+    if not isinstance(name, str) or not JOB_NAME_PATTERN.fullmatch(name):
+        raise InvalidJobError(
+            f"{option}={name!r} is not a group name: use 1 to 100 letters, digits, '_' or '-' "
+            "(as a job name), for example group='reports'",
+            option=option,
+            value=name,
+        )
+    return name
+
+
 def check_history_limit(limit: object) -> int:
     """``history(limit=...)`` checked before any driver sees it: an integer from 0 to MAX_HISTORY_SIZE.
 
@@ -226,13 +239,11 @@ def _check_type(job: str, backend: str, option: str, value: object) -> None:
         )
     elif option == "dst":
         _dst(job, backend, value)
-    elif option == "group" and value is not None and not (isinstance(value, str) and JOB_NAME_PATTERN.fullmatch(value)):
-        raise InvalidJobError(
-            f"{_where(job, backend)}: group={value!r} is not a group name: use 1 to 100 letters, digits, '_' or '-' "
-            "(as a job name), for example group='reports'",
-            option="group",
-            value=value,
-        )
+    elif option == "group" and value is not None:
+        try:
+            check_group_name(value)
+        except InvalidJobError as exc:
+            raise InvalidJobError(f"{_where(job, backend)}: {exc}", option="group", value=value) from None
 
 
 def _dst(job: str, backend: str, value: object) -> None:
