@@ -46,9 +46,10 @@ FAILED_PASS_S = 0.5
 
 
 class _Waiting:
-    __slots__ = ("flag", "place", "placed", "stored")
+    __slots__ = ("active", "flag", "place", "placed", "stored")
 
-    def __init__(self, place: Place, flag: Flag) -> None:
+    def __init__(self, active: ActiveRun, place: Place, flag: Flag) -> None:
+        self.active = active
         self.place = place
         self.flag = flag
         self.placed = False
@@ -85,7 +86,7 @@ class Places:
         gives up leaves its place, in case the backend gave it one meanwhile.
         """
         place = self.place_of(active)
-        waiting = self._waiting[place.key] = _Waiting(place, Flag())
+        waiting = self._waiting[place.key] = _Waiting(active, place, Flag())
         active.between_tries = waiting.flag
         self._start()
         self._wake.set()
@@ -114,13 +115,12 @@ class Places:
         self._start()
         self._wake.set()
 
-    def stop_waiting(self) -> list[str]:
-        """At a stop: every waiting run gives up now (its run is handed over); the keys of those runs."""
+    def stop_waiting(self) -> None:
+        """At a stop: every waiting run gives up now, as cancelled by the stop (its run is handed over)."""
         self._stopping = True
-        keys = list(self._waiting)
         for waiting in self._waiting.values():
+            waiting.active.cancelled_by_stop = True
             waiting.flag.set()
-        return keys
 
     async def close(self) -> None:
         """Send the leaves still queued, once, and stop the loop (the heartbeat's leave frees the rest)."""

@@ -290,10 +290,7 @@ class RunExecutor:
         """
         self._stopping = True  # no revival starts during a stop
         if self.places is not None:
-            waiting = set(self.places.stop_waiting())
-            for active in self.active.values():
-                if active.job.options.group is not None and self.places.place_of(active).key in waiting:
-                    active.cancelled_by_stop = True
+            self.places.stop_waiting()
         waiters = [asyncio.ensure_future(a.ended.wait()) for a in self.active.values()]
         if waiters:
             _, late = await asyncio.wait(waiters, timeout=grace_ms / 1000)
