@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from anarchon_conformance.ledger import most_at_once
 from scripts.report import BENCHMARK_INTRO, write_section
 
 from ._machine import machine
@@ -120,16 +121,11 @@ def _child(class_path: str, kwargs: str, ledger: str, instance: str, job_ms: int
 
 
 def _most_at_once(rows: list[dict[str, Any]]) -> int:
+    """From the ledger's stamps; a run with no end (its instance stopped first) counts as going on."""
     ends = {(r["job"], r["slot"], r["attempt"]): r["t"] for r in rows if r["e"] == "end"}
-    edges = []
-    for r in rows:
-        if r["e"] == "start":
-            edges += [(r["t"], 1), (ends.get((r["job"], r["slot"], r["attempt"]), r["t"] + 10**9), -1)]
-    running = most = 0
-    for _, step in sorted(edges):
-        running += step
-        most = max(most, running)
-    return most
+    return most_at_once(
+        (r["t"], ends.get((r["job"], r["slot"], r["attempt"]), r["t"] + 10**9)) for r in rows if r["e"] == "start"
+    )
 
 
 def measure(target: Target, args: argparse.Namespace) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from anarchon.plugins import PluginManager
 
 from ._requires import requires
 from .fleet import Fleet, assert_every_slot_once, build_backend
+from .ledger import most_at_once
 
 __all__ = ["FleetGroupTests"]
 
@@ -70,18 +71,11 @@ def _most_at_once(ledger: list[dict[str, Any]], killed: dict[str, int], stopped_
     for r in ledger:
         if r["e"] in ("end", "cancel"):
             ends[(r["job"], int(r["slot"]), int(r["attempt"]))] = int(r["t"])
-    edges: list[tuple[int, int]] = []
-    for r in ledger:
-        if r["e"] != "start":
-            continue
-        key = (r["job"], int(r["slot"]), int(r["attempt"]))
-        end = ends.get(key, killed.get(r["instance"], stopped_ms))
-        edges += [(int(r["t"]), 1), (end, -1)]
-    running = most = 0
-    for _, step in sorted(edges):  # an end and a start at the same millisecond: the end first
-        running += step
-        most = max(most, running)
-    return most
+    return most_at_once(
+        (int(r["t"]), ends.get((r["job"], int(r["slot"]), int(r["attempt"])), killed.get(r["instance"], stopped_ms)))
+        for r in ledger
+        if r["e"] == "start"
+    )
 
 
 class FleetGroupTests:

@@ -25,6 +25,7 @@ from ._harness import Conformance, Instance
 from ._jobs import unique_name
 from ._liveness import TTL_MS, _seen_dead
 from ._requires import gated
+from .ledger import most_at_once
 from .testing import eventually
 
 __all__ = ["GroupRefusalTests", "GroupTests"]
@@ -143,11 +144,7 @@ class GroupTests(SuiteBase):
         await eventually(lambda: len(spans) >= 16, timeout_s=30, what="16 runs of the group", interval_s=0.1)
         for scheduler in schedulers:
             await scheduler.stop()
-        edges = sorted([(s, 1) for s, *_ in spans] + [(e, -1) for _, e, *_ in spans])
-        running = most = 0
-        for _, step in edges:
-            running += step
-            most = max(most, running)
+        most = most_at_once((started, ended) for started, ended, *_ in spans)
         assert most <= 2, f"{most} runs of a group limited to 2 ran at once"
         slots = [(name, slot) for _, _, name, slot, _ in spans]
         assert len(slots) == len(set(slots)), "a slot ran twice"

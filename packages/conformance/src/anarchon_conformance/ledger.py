@@ -11,7 +11,7 @@ import itertools
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,23 @@ __all__ = [
     "assert_every_slot_once",
     "grant_of",
     "iter_rows",
+    "most_at_once",
     "read_ledger",
     "reconcile",
 ]
+
+
+def most_at_once(spans: Iterable[tuple[float, float]]) -> int:
+    """The most of these (start, end) spans open at one instant: runs going at once, from their own stamps.
+
+    An end and a start at the same instant count the end first (the place was freed, then taken).
+    """
+    edges = sorted(edge for start, end in spans for edge in ((start, 1), (end, -1)))
+    running = most = 0
+    for _, step in edges:
+        running += step
+        most = max(most, running)
+    return most
 
 
 def read_ledger(path: Path) -> list[dict[str, Any]]:
