@@ -81,3 +81,42 @@ async def _script_calls(raw: Any) -> int:
 def test_the_finish_batch_script_runs_the_finish_script_unchanged() -> None:
     body = (S._LUA / "finish.lua").read_text(encoding="utf-8")
     assert body in S.FINISH_MANY.source
+
+
+async def test_the_slots_one_batch_script_decides_are_told_in_one_message(private_server: RedisServer) -> None:
+    """Ranked claims: 600 slots won in three CLAIM_MANY scripts are three PUBLISH, each listing its slots.
+
+    One message per slot was 1,000 messages a second to every instance at 1,000 every-second
+    jobs, more than an instance read before its later ranks' claims came due.
+    """
+    single = Store(private_server.url, "single")
+    a = await single.backend()
+    jobs = [make_job(f"told-{i:03d}") for i in range(600)]
+    raw = single.raw()
+    listener = single.raw()
+    try:
+        pubsub = listener.pubsub()
+        await pubsub.subscribe(f"{single.prefix}decided")
+        await pubsub.get_message(timeout=1)  # the subscription's confirmation
+        before = await _calls(raw, "publish")
+        results = await a.claim([claim(j, 1000, "a") for j in jobs])
+        published = await _calls(raw, "publish") - before
+        messages = []
+        while len(messages) < published:
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5)
+            assert message is not None, f"heard {len(messages)} of {published} messages"
+            messages.append(message["data"])
+        await pubsub.aclose()
+    finally:
+        await raw.aclose()
+        await listener.aclose()
+        await a.close()
+    assert all(r.outcome is Outcome.WON for r in results)
+    assert published == 3, f"600 slots decided by three scripts were told in {published} messages"
+    heard = sorted(line for m in messages for line in m.split("\n"))
+    assert heard == sorted(f"told-{i:03d} 1000" for i in range(600))
+
+
+async def _calls(raw: Any, command: str) -> int:
+    stats = await raw.info("commandstats")
+    return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))

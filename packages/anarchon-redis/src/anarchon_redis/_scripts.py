@@ -92,7 +92,7 @@ def many(name: str, *helpers: str) -> Script:
     ``lua/<name>.lua`` unchanged, as a function of ``KEYS`` and ``ARGV``
     (the rules live in one file); the helpers stay outside it, made once.
     """
-    parts = [(_LUA / "helpers" / f"{h}.lua").read_text(encoding="utf-8") for h in helpers]
+    parts = [(_LUA / "helpers" / f"{h}.lua").read_text(encoding="utf-8") for h in (*helpers, "tell")]
     body = (_LUA / f"{name}.lua").read_text(encoding="utf-8")
     parts.append(f"local function one(KEYS, ARGV)\n{body}\nend")
     parts.append((_LUA / "helpers" / "many.lua").read_text(encoding="utf-8"))
@@ -100,13 +100,20 @@ def many(name: str, *helpers: str) -> Script:
 
 
 def load(name: str, *helpers: str) -> Script:
-    """``lua/helpers/<helper>.lua`` for each helper, in order, then ``lua/<name>.lua``."""
+    """``lua/helpers/<helper>.lua`` for each helper, in order, then ``lua/<name>.lua``.
+
+    A body that tells (helper ``tell``) runs as a function, so what it told is sent whichever
+    ``return`` it left by.
+    """
     parts = [(_LUA / "helpers" / f"{h}.lua").read_text(encoding="utf-8") for h in helpers]
-    parts.append((_LUA / f"{name}.lua").read_text(encoding="utf-8"))
+    body = (_LUA / f"{name}.lua").read_text(encoding="utf-8")
+    if "tell" in helpers:
+        body = f"local function one(KEYS, ARGV)\n{body}\nend\nlocal reply = one(KEYS, ARGV)\nsend_told()\nreturn reply"
+    parts.append(body)
     return Script(name, "\n".join(parts))
 
 
-CLAIM = load("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", "read_state", "dead")
+CLAIM = load("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", "read_state", "dead", "tell")
 CLAIM_MANY = many("claim", "now_ms", "num", "drop_if_done", "trim", "has", "decode", "read_state", "dead")
 RENEW = load("renew", "now_ms", "num", "sync_hint", "decode", "owned")
 FINISH = load("finish", "has", "sync_hint")

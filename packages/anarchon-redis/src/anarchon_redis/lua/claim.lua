@@ -85,7 +85,7 @@ redis.call('HSET', runs, rid, raw)
 if not manual then
   -- Ranked claims (the core's _rank.py): the fleet hears the slot is decided, so a later-ranked
   -- instance sends no claim for it. The channel is the prefix's, which precedes the job's hash tag.
-  redis.call('PUBLISH', string.sub(state, 1, string.find(state, '{', 1, true) - 1) .. 'decided', job .. ' ' .. num(slot))
+  tell(string.sub(state, 1, string.find(state, '{', 1, true) - 1) .. 'decided', job .. ' ' .. num(slot))
 end
 trim(runs, order, live, size, ttl, now)
 if outcome == 'won' then return {outcome, rec.fencing, supersedes or false, (not manual and mark) or false} end
