@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 from anarchon import Claim, ClaimResult, MemoryBackend, MemoryStore, RunContext, Scheduler, hookimpl
-from anarchon._rank import RANK_BACKUPS, RANK_STEP_MS, Ranker
+from anarchon._rank import LAG_DECAY, LAG_MARGIN, RANK_BACKUPS, RANK_STEP_MS, Ranker
 from anarchon.fleet import Fleet, InstanceInfo, JobDefinition
 from anarchon.job import Job
 from anarchon.observers import Observers
@@ -108,6 +108,35 @@ def test_a_slot_heard_decided_is_not_claimed_and_counts_as_decided() -> None:
     assert ranker.undecided(due, lambda name: True) == [(job, 3000, 3000)]
     assert lost == [("tick", 1000, "decided"), ("tick", 2000, "decided")]
     assert ranker.undecided(due, lambda name: False) == []
+
+
+def test_the_step_follows_how_late_decisions_are_heard_within_the_jobs_window() -> None:
+    """Backups wait past the lag of the notices they hear, never past half the gap to the next slot."""
+    now = [1_790_000_000_000]
+    fleet = view(MEMBERS, [every_second("tick"), make_job(MemoryBackend(), "hourly", "0 * * * *")])
+    observers = Observers(PluginManager(), None)  # type: ignore[arg-type]
+    ranker = Ranker("pod-a", lambda: fleet, observers, now_ms=lambda: now[0])
+    tick, hourly = every_second("tick"), make_job(MemoryBackend(), "hourly", "0 * * * *")
+
+    def steps(job: Job) -> set[int]:
+        return {ranker.delay_ms(job, now[0] + n * 1000) for n in range(400)}
+
+    base = tick.options.jitter_ms // (RANK_BACKUPS + 1)  # 83 ms
+    assert steps(tick) == {0, base, 2 * base, 3 * base}
+    ranker.heard([("tick", now[0] - 90), ("other", now[0] - 5000)])  # the newest slot counts: 90 ms late
+    step = int(90 * LAG_MARGIN)
+    assert steps(tick) == {0, step, 2 * step, 3 * step}
+    ranker.heard([("tick", now[0] - 400)])  # later than the window allows: 3/4 of the gap, 750 ms, in all
+    ceiling = 750 // (RANK_BACKUPS + 1)
+    assert steps(tick) == {0, ceiling, 2 * ceiling, 3 * ceiling}
+    hourly_step = int(400 * LAG_MARGIN)  # an hourly job's window is RANK_WINDOW_MS: room for it
+    assert steps(hourly) == {0, hourly_step, 2 * hourly_step, 3 * hourly_step}
+    for _ in range(60):  # notices heard at once again: the envelope decays back to the fixed step
+        now[0] += 1000
+        ranker.heard([("tick", now[0] - 5)])
+    assert 400 * LAG_DECAY**60 < 5 and steps(tick) == {0, base, 2 * base, 3 * base}
+    ranker.heard([("tick", now[0] - 60_000)])  # a catch-up's notice says nothing of the pace
+    assert steps(tick) == {0, base, 2 * base, 3 * base}
 
 
 class Counting(MemoryBackend):

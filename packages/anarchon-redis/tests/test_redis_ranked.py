@@ -2,7 +2,7 @@
 instance loses and doubles nothing: the slots it ranked first for are claimed by the next rank.
 
 The start delays are printed, not asserted (figures live in the docs): the backup's claim comes one
-step (83 ms for an every-second job) after the slot.
+step after the slot (83 ms for an every-second job while decisions are heard at once; see anarchon._rank).
 """
 
 from __future__ import annotations
