@@ -157,6 +157,7 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
         self._fleetwatch = FleetWatch(
             backend, self._registry, instance, self.version, self.drift, clock, self._health, observers,
             stopping=self._is_stopping, tasks=self._task_funcs,
+            beating=lambda: self._heartbeat is not None and self._heartbeat.beating(),
         )  # fmt: skip
         registry = self._registry
         self._stored = StoredWatch(
@@ -174,25 +175,11 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
             backend, self._gate, self._registry, self._health, self._tasks, self._batcher, instance, clock,
             run=run, stopping=self._is_stopping,
         )  # fmt: skip
-        self._recovery = (
-            Recovery(
-                leases,
-                clock,
-                instance,
-                self._registry,
-                self._health,
-                self._observers,
-                self._tasks,
-                self._batcher,
-                self._timer,
-                run=run,
-                stopping=self._is_stopping,
-                beating=self._beating,
-                claims=self._fleetwatch.runs,
-            )
-            if leases is not None
-            else None
-        )
+        self._recovery = None if leases is None else Recovery(
+            leases, clock, instance, self._registry, self._health, self._observers, self._tasks, self._batcher,
+            self._timer, run=run, stopping=self._is_stopping, beating=self._beating,
+            reports_dead=lambda: self._heartbeat is not None, claims=self._fleetwatch.runs,
+        )  # fmt: skip
 
     def _on_due(self, due: list[tuple[Job, int, int]]) -> None:
         """Slots came due: claim those of jobs whose definition here runs, unless heard decided (anarchon._rank)."""
