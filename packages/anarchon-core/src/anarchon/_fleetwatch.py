@@ -6,7 +6,10 @@ a new release that changes a job never claims by a definition that another
 one supersedes. Then, every :data:`~anarchon.fleet.REGISTRY_POLL_MS`, it
 rewrites its entry if its jobs changed (or the entry is gone), reads the
 heads of the live instances, and the job lists of those whose fingerprint of
-all definitions it has not seen.
+all definitions it has not seen. While this instance's heartbeat holds, its
+entry counts as live by the heartbeat, so it is refreshed only every
+:data:`~anarchon.fleet.REGISTRY_KEEP_BEATING_MS` (as a backstop of the
+store's trimming), not every poll: one write a second less per instance.
 
 Drift: a job that live instances define differently. One WARNING per change
 of the situation (the set of definitions, or the one that runs), the
@@ -32,6 +35,7 @@ from .backend import Backend
 from .clock import Clock
 from .errors import InstanceIdInUseError
 from .fleet import (
+    REGISTRY_KEEP_BEATING_MS,
     REGISTRY_POLL_MS,
     DriftPolicy,
     Fleet,
@@ -66,8 +70,12 @@ class FleetWatch:
         *,
         stopping: Callable[[], bool],
         tasks: Mapping[str, object] | None = None,
+        beating: Callable[[], bool] = lambda: False,
     ) -> None:
         self._backend = backend
+        #: Whether this instance's heartbeat holds: then its entry is live by it, and kept only now and then.
+        self._beating = beating
+        self._kept = float("-inf")  # when the entry was last written or kept (monotonic s)
         #: The scheduler's tasks (shared, not copied): the head says which stored schedules this instance runs.
         self._task_names = tasks if tasks is not None else {}
         self._registry = registry
@@ -120,6 +128,7 @@ class FleetWatch:
             self._instance, self._head(fingerprint, len(mine)).head(), encode_jobs(mine.values())
         )
         self._written = (fingerprint, tuple(sorted(self._task_names)))
+        self._kept = self._clock.monotonic()
 
     async def check_id(self) -> None:
         """Refuse an id that a live instance on another host (or another live process here) holds.
@@ -194,8 +203,9 @@ class FleetWatch:
         mine, fingerprint = self._definitions()
         if self._written != (fingerprint, tuple(sorted(self._task_names))):
             await self._write()
-        else:
+        elif not self._beating() or self._clock.monotonic() - self._kept >= REGISTRY_KEEP_BEATING_MS / 1000:
             await self._backend.keep_registered(self._instance)
+            self._kept = self._clock.monotonic()
         heads = await read_heads(self._backend)
         if not any(h.instance == self._instance for h in heads):
             await self._write()  # expired while this instance was cut off: back in the views

@@ -1,11 +1,13 @@
 """The fleet registry of a :class:`~anarchon.memory.MemoryStore`: the reference for the server backends.
 
-An entry is live while it was refreshed within
-:data:`~anarchon.fleet.REGISTRY_TTL_MS` *and* its instance's heartbeat
-record, if it has one, has not expired: a killed instance leaves the views
-(and stops deciding drift) with its heartbeat, in about 1.5 s, and one
-without a heartbeat (``liveness=False``) with its TTL. ``seen_ms`` is the
-later of its last refresh and its last beat.
+An entry is live while its instance's heartbeat record has not expired, or,
+for an instance without one (``liveness=False``), while it was refreshed
+within :data:`~anarchon.fleet.REGISTRY_TTL_MS`: a killed instance leaves the
+views (and stops deciding drift) with its heartbeat, in about 1.5 s, and one
+without a heartbeat with its TTL. A beating instance so needs no refresh a
+second (the scheduler refreshes it every
+:data:`~anarchon.fleet.REGISTRY_KEEP_BEATING_MS`). ``seen_ms`` is the later
+of its last refresh and its last beat.
 """
 
 from __future__ import annotations
@@ -54,9 +56,9 @@ class MemoryFleet:
             now = self._store.clock()
             for instance, (head, _, expires) in sorted(self._entries.items()):
                 alive = self._store._alive.get(instance)
-                if expires < now - RETAIN_DEAD_MS:
+                if expires < now - RETAIN_DEAD_MS and (alive is None or alive < now):
                     del self._entries[instance]
-                elif expires >= now and (alive is None or alive >= now):
+                elif alive >= now if alive is not None else expires >= now:
                     seen = expires - REGISTRY_TTL_MS
                     live.append((instance, head, seen if alive is None else max(seen, alive - LIVENESS_TTL_MS)))
         return live

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRIFT_POLICIES",
+    "REGISTRY_KEEP_BEATING_MS",
     "REGISTRY_POLL_MS",
     "REGISTRY_TTL_MS",
     "DriftPolicy",
@@ -62,6 +63,9 @@ log = logging.getLogger("anarchon.fleet")
 REGISTRY_POLL_MS = 1000
 #: Where an entry lives by a TTL (no heartbeat), how long it outlives its last refresh: five polls.
 REGISTRY_TTL_MS = 5000
+#: Where it lives by its instance's heartbeat, how often it is refreshed all the same: far inside
+#: :data:`~anarchon.liveness.RETAIN_DEAD_MS`, after which any writer may delete an entry not refreshed.
+REGISTRY_KEEP_BEATING_MS = 60_000
 DriftPolicy = Literal["newest", "oldest", "each"]
 DRIFT_POLICIES: tuple[DriftPolicy, ...] = ("newest", "oldest", "each")
 #: Format of the stored texts; a reader skips entries of another format.

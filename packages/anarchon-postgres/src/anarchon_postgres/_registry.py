@@ -2,8 +2,11 @@
 
 One row per instance: its head and job definitions (:mod:`anarchon.fleet`)
 and ``expires_ms`` on the server's clock, pushed forward every registry
-poll. The live read joins the heartbeat table, so a killed instance leaves
-the views with its heartbeat (about 1.5 s). Each call is one statement.
+poll (every minute while the instance's heartbeat holds). The live read
+joins the heartbeat table: an instance with a heartbeat row is live while
+the row is, so a killed instance leaves the views with its heartbeat (about
+1.5 s); one without, while its entry has not expired. Each call is one
+statement.
 """
 
 from __future__ import annotations

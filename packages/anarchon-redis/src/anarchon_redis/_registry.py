@@ -3,11 +3,12 @@
 ``<prefix>{registry}:heads`` and ``:jobs`` are hashes of instance id to its
 head and job definitions (:mod:`anarchon.fleet`); ``:seen`` is a sorted set
 of instance id to the time its entry expires on the server's clock, pushed
-forward every registry poll. The tag puts the three on one node of a
-cluster, so each write is one script. An entry counts as live while it has
-not expired and its instance's heartbeat (``<prefix>instances``, another
-slot on a cluster, so read in a second call) has not either: a killed
-instance leaves with its heartbeat, in about 1.5 s.
+forward every registry poll (every minute while the instance's heartbeat
+holds). The tag puts the three on one node of a cluster, so each write is
+one script. An entry counts as live while its instance's heartbeat
+(``<prefix>instances``, another slot on a cluster, so read in a second
+call) has not expired, or, without a heartbeat record, while the entry has
+not: a killed instance leaves with its heartbeat, in about 1.5 s.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ class RegistryMixin:
         for i in range(1, len(reply), 3):
             instance, head, expires = text(reply[i]), text(reply[i + 1]), int(float(text(reply[i + 2])))
             until = alive.get(instance)
-            if until is not None and until < now:
-                continue  # its heartbeat expired: dead, whatever its entry says
+            if (until if until is not None else expires) < now:
+                continue  # its heartbeat expired (dead, whatever its entry says), or its entry without one
             seen_ms = expires - REGISTRY_TTL_MS
             out.append((instance, head, seen_ms if until is None else max(seen_ms, until - LIVENESS_TTL_MS)))
         return out

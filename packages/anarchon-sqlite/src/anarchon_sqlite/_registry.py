@@ -1,10 +1,11 @@
 """The fleet registry in the SQLite file: one row per instance, beside the heartbeat table.
 
 ``anarchon_registry`` holds each instance's head and job definitions
-(:mod:`anarchon.fleet`) with ``expires_ms``, refreshed every registry poll.
-An entry counts as live while it has not expired and its instance's
-heartbeat row, if any, has not either (a killed instance leaves with its
-heartbeat, in about 1.5 s). Added like the pause tables, when a file is
+(:mod:`anarchon.fleet`) with ``expires_ms``, refreshed every registry poll
+(every minute while the instance's heartbeat holds). An entry counts as
+live while its instance's heartbeat row has not expired, or, without a
+row, while the entry has not (a killed instance leaves with its heartbeat,
+in about 1.5 s). Added like the pause tables, when a file is
 opened, so older releases ignore it. Writes are one ``BEGIN IMMEDIATE``
 transaction each; the reads take no write lock.
 """

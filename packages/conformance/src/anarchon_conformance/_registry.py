@@ -82,6 +82,21 @@ class RegistryTests(SuiteBase):
 
         await eventually(gone, timeout_s=5, what="the dead instance's entry to stop counting as live")
 
+    @requires("liveness")
+    async def test_an_entry_lives_by_its_heartbeat_without_being_kept(self, conformance: Conformance) -> None:
+        """Issue 37: a beating instance refreshes its entry once a minute, not every poll; it stays live."""
+        a, b = await conformance.instances(2)
+        await a.beat(1500)
+        head, jobs = _entry(conformance, a.id, 1000, **{unique_name("reg"): "* * * * * *"})
+        await a.backend.register(a.id, head, jobs)
+        until = time.monotonic() + REGISTRY_TTL_MS / 1000 + 1.5
+        while time.monotonic() < until:  # beats, and no keep_registered(), past the entry's TTL
+            await asyncio.sleep(0.4)
+            await a.beat(1500)
+            assert a.id in {i for i, _, _ in await b.backend.registered()}, "a beating instance's entry left"
+        (seen,) = [s for i, _, s in await b.backend.registered() if i == a.id]
+        assert seen is not None and seen > int(time.time() * 1000) - 3000, f"seen_ms {seen} is not the last beat"
+
     @requires(liveness=False)
     async def test_an_entry_not_kept_expires(self, conformance: Conformance) -> None:
         a, b = await conformance.instances(2)

@@ -1,1 +1,1 @@
-SELECT r.instance, r.head, r.expires_ms, i.alive_until FROM anarchon_registry AS r LEFT JOIN anarchon_instances AS i ON i.instance = r.instance WHERE r.expires_ms >= ?1 AND (i.alive_until IS NULL OR i.alive_until >= ?1) ORDER BY r.instance
+SELECT r.instance, r.head, r.expires_ms, i.alive_until FROM anarchon_registry AS r LEFT JOIN anarchon_instances AS i ON i.instance = r.instance WHERE (i.alive_until IS NULL AND r.expires_ms >= ?1) OR i.alive_until >= ?1 ORDER BY r.instance
