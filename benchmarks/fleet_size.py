@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fleet_size", description=__doc__.split("\n\n")[0])
     parser.add_argument("--backends", default="sqlite,redis,postgres")
     parser.add_argument("--sizes", default=None, help="fleet sizes, comma-separated (default 1,2,4,8,16)")
-    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--jobs", default="100", help="jobs per fleet, comma-separated for several (e.g. 100,1000)")
     parser.add_argument("--seconds", type=float, default=None, help="measured window per point (default 30)")
     parser.add_argument("--jitter-ms", type=int, default=None, help="the jobs' jitter_ms (0: no ranked claims)")
     parser.add_argument("--quick", action="store_true", help="N=1 and N=4, 12 s each: the ratio in a minute or two")
@@ -228,6 +228,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--sizes={sizes_text!r} must be whole numbers separated by commas, e.g. 1,2,4")
     if not sizes or min(sizes) < 1:
         parser.error(f"--sizes={sizes_text!r}: every size must be at least 1, e.g. 1,2,4")
+    try:
+        job_counts = [int(j) for j in args.jobs.split(",")]
+    except ValueError:
+        parser.error(f"--jobs={args.jobs!r} must be whole numbers separated by commas, e.g. 100,1000")
+    if not job_counts or min(job_counts) < 1:
+        parser.error(f"--jobs={args.jobs!r}: every count must be at least 1, e.g. 100")
     args.seconds = args.seconds or (12.0 if args.quick else 30.0)
     args.argv = " ".join(sys.argv[1:] if argv is None else argv)
     results: dict[str, list[Point]] = {}
@@ -237,24 +243,28 @@ def main(argv: list[str] | None = None) -> None:
         if why:
             print(f"{name}: not measured ({why})", flush=True)
             continue
-        results[name] = []
-        for n in sizes:
-            point = measure(target, n, args.jobs, args.seconds, args.jitter_ms)
-            results[name].append(point)
-            print(
-                f"{name} N={n}: {point.runs} runs, {point.twice} twice, {point.missed} missed, "
-                f"server {point.server_ms_per_run:.3f} ms/run, ops {point.ops_per_run}, "
-                f"claims lost {point.claims_lost:.2f}/run, heard decided {point.heard_decided:.2f}/run, "
-                f"client {point.client_ms_per_run:.3f} ms/run, delay p50/p99 {point.delay.p50:.0f}/"
-                f"{point.delay.p99:.0f} ms, per instance {point.per_instance}",
-                flush=True,
-            )
+        for jobs in job_counts:
+            label = name if len(job_counts) == 1 else f"{name}, {jobs} jobs"
+            results[label] = [_measured(label, target, n, jobs, args) for n in sizes]
     drew = not args.no_report and _chart(results, REPORT.parent / CHART)
     page = _page(results, args, drew)
     print(page)
     if not args.no_report:
         label = "Referee cost as the fleet grows (`python -m benchmarks.fleet_size`)"
         write_section(REPORT, "fleet-size", label, page, BENCHMARK_INTRO)
+
+
+def _measured(name: str, target: Target, n: int, jobs: int, args: argparse.Namespace) -> Point:
+    point = measure(target, n, jobs, args.seconds, args.jitter_ms)
+    print(
+        f"{name} N={n}: {point.runs} runs, {point.twice} twice, {point.missed} missed, "
+        f"server {point.server_ms_per_run:.3f} ms/run, ops {point.ops_per_run}, "
+        f"claims lost {point.claims_lost:.2f}/run, heard decided {point.heard_decided:.2f}/run, "
+        f"client {point.client_ms_per_run:.3f} ms/run, delay p50/p99 {point.delay.p50:.0f}/"
+        f"{point.delay.p99:.0f} ms, per instance {point.per_instance}",
+        flush=True,
+    )
+    return point
 
 
 if __name__ == "__main__":

@@ -60,16 +60,22 @@ class PostgresTarget(Target):
         return [r["pid"] for r in rows]
 
     async def referee_counters(self, ns: str) -> dict[str, float]:
-        """Transactions committed and rolled back in the database (``pg_stat_database``; others' too)."""
+        """Transactions, and rows written (the referee's own work, like Redis's commands), in the database.
+
+        From ``pg_stat_database``, so others' too. Transactions count what each instance sends
+        whatever the fleet does (its heartbeat, its registry read); rows written count the work per
+        run (the run's record, the job's mark and counter, the trims) and the beats' rows.
+        """
         conn = await asyncpg.connect(self.dsn)
         try:
             await conn.execute("SELECT pg_stat_force_next_flush()")  # this session's own counts, now
             row = await conn.fetchrow(
-                "SELECT xact_commit + xact_rollback AS x FROM pg_stat_database WHERE datname = current_database()"
+                "SELECT xact_commit + xact_rollback AS x, tup_inserted + tup_updated + tup_deleted AS w "
+                "FROM pg_stat_database WHERE datname = current_database()"
             )
         finally:
             await conn.close()
-        return {"transactions": float(row["x"])}
+        return {"transactions": float(row["x"]), "rows written": float(row["w"])}
 
     async def footprint(self, ns: str) -> dict[str, float]:
         conn = await asyncpg.connect(self.dsn)
