@@ -176,6 +176,8 @@ class GroupTests(SuiteBase):
         async def two_waiting() -> bool:
             return any(g.name == group and g.waiting >= 2 for g in await operator.backend.groups())
 
+        # The holder's function may start a moment after the store counts the others waiting: await both.
+        await eventually(lambda: bool(started), timeout_s=15, what="the first run of the group to start")
         await eventually(two_waiting, timeout_s=15, what="two runs of the group waiting behind the first")
         assert len(started) == 1, f"{len(started)} runs of a group limited to 1 started"
         raised = time.monotonic()
