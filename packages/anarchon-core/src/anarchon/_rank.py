@@ -44,7 +44,7 @@ from .fleet import Fleet
 from .job import Job
 from .observers import Observers
 
-__all__ = ["LAG_MARGIN", "RANK_BACKUPS", "RANK_STEP_MS", "RANK_WINDOW_MS", "Ranker", "jittered"]
+__all__ = ["LAG_DECAY", "LAG_MARGIN", "RANK_BACKUPS", "RANK_STEP_MS", "RANK_WINDOW_MS", "Ranker", "jittered"]
 
 log = logging.getLogger("anarchon.claims")
 
