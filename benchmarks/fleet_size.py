@@ -45,6 +45,7 @@ from pathlib import Path
 from anarchon_conformance.fleet import Fleet
 from scripts.report import BENCHMARK_INTRO, write_section
 
+from ._cli import _ensure_requirements
 from ._machine import machine
 from ._proc import cpu_seconds
 from ._stats import Latency
@@ -148,7 +149,8 @@ def _page(results: dict[str, list[Point]], args: argparse.Namespace, chart: bool
     lines = [
         "# Referee cost as the fleet grows",
         "",
-        f"`python -m benchmarks.fleet_size {args.argv}`: N instance processes, {args.jobs} every-second jobs "
+        f"`python -m benchmarks.fleet_size {args.argv}`: N instance processes, {args.jobs.replace(',', ' or ')} "
+        "every-second jobs "
         f"({'default options: ranked claims' if args.jitter_ms is None else f'jitter_ms={args.jitter_ms}'}), "
         f"{args.seconds:.0f} s measured per point after the fleet settled.",
         "",
@@ -201,6 +203,7 @@ def _chart(results: dict[str, list[Point]], path: Path) -> bool:
         label = name if points[0].server_ms_per_run > 0 else f"{name} (instances' CPU: no server)"
         ax.plot([p.instances for p in points], ys, marker="o", label=label)
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # 100 and 1,000 jobs differ several-fold: each line's slope is what matters
     ax.set_xlabel("instances (N)")
     ax.set_ylabel("CPU ms per run")
     ax.set_title("Referee CPU per run as the fleet grows")
@@ -246,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
         for jobs in job_counts:
             label = name if len(job_counts) == 1 else f"{name}, {jobs} jobs"
             results[label] = [_measured(label, target, n, jobs, args) for n in sizes]
+    if not args.no_report:
+        _ensure_requirements()  # matplotlib, for the chart beside the table
     drew = not args.no_report and _chart(results, REPORT.parent / CHART)
     page = _page(results, args, drew)
     print(page)
