@@ -26,8 +26,8 @@ grew with N), lets them settle, and measures over ``--seconds``:
 
 Ratios to N=1 are printed per backend. ``--quick`` is the short case (N = 1
 and 4, 12 s windows) that prints the N=4/N=1 ratios in a minute or two per
-backend. Writes its section of ``benchmarks/results/REPORT.md`` and a chart
-beside it (``fleet-size.png``) unless ``--no-report``.
+backend. Writes its section of ``benchmarks/results/REPORT.md`` and the chart the docs show
+(``docs/images/fleet-size.png``) unless ``--no-report``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ from .backends import load
 __all__ = ["Point", "measure"]
 
 REPORT = Path(__file__).parent / "results" / "REPORT.md"
-CHART = "fleet-size.png"
+#: The chart lives with the docs, which show it beside the protocol's table; the report links to it.
+CHART = Path(__file__).parent.parent / "docs" / "images" / "fleet-size.png"
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ def _page(results: dict[str, list[Point]], args: argparse.Namespace, chart: bool
             lines += ["", f"N={last.instances} against N=1, per run: " + ", ".join(ratios) + "."]
         lines.append("")
     if chart:
-        lines += [f"![Server CPU per run against fleet size]({CHART})", ""]
+        lines += ["![Server CPU per run against fleet size](../../docs/images/fleet-size.png)", ""]
     return "\n".join(lines)
 
 
@@ -209,6 +210,7 @@ def _chart(results: dict[str, list[Point]], path: Path) -> bool:
     ax.set_title("Referee CPU per run as the fleet grows")
     ax.legend()
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return True
@@ -251,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
             results[label] = [_measured(label, target, n, jobs, args) for n in sizes]
     if not args.no_report:
         _ensure_requirements()  # matplotlib, for the chart beside the table
-    drew = not args.no_report and _chart(results, REPORT.parent / CHART)
+    drew = not args.no_report and _chart(results, CHART)
     page = _page(results, args, drew)
     print(page)
     if not args.no_report:
