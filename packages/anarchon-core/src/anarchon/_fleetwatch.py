@@ -8,8 +8,9 @@ rewrites its entry if its jobs changed (or the entry is gone), reads the
 heads of the live instances, and the job lists of those whose fingerprint of
 all definitions it has not seen. While this instance's heartbeat holds, its
 entry counts as live by the heartbeat, so it is refreshed only every
-:data:`~anarchon.fleet.REGISTRY_KEEP_BEATING_MS` (as a backstop of the
-store's trimming), not every poll: one write a second less per instance.
+:data:`~anarchon.fleet.REGISTRY_KEEP_BEATING_MS` (3 s: so instances of the
+release before, which need the entry unexpired, still see it), not every
+poll: two writes in three fewer per instance.
 
 Drift: a job that live instances define differently. One WARNING per change
 of the situation (the set of definitions, or the one that runs), the

@@ -4,8 +4,8 @@ An entry is live while its instance's heartbeat record has not expired, or,
 for an instance without one (``liveness=False``), while it was refreshed
 within :data:`~anarchon.fleet.REGISTRY_TTL_MS`: a killed instance leaves the
 views (and stops deciding drift) with its heartbeat, in about 1.5 s, and one
-without a heartbeat with its TTL. A beating instance so needs no refresh a
-second (the scheduler refreshes it every
+without a heartbeat with its TTL. A beating instance so needs no refresh
+every poll (the scheduler refreshes it every
 :data:`~anarchon.fleet.REGISTRY_KEEP_BEATING_MS`). ``seen_ms`` is the later
 of its last refresh and its last beat.
 """

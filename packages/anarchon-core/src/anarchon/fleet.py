@@ -63,9 +63,10 @@ log = logging.getLogger("anarchon.fleet")
 REGISTRY_POLL_MS = 1000
 #: Where an entry lives by a TTL (no heartbeat), how long it outlives its last refresh: five polls.
 REGISTRY_TTL_MS = 5000
-#: Where it lives by its instance's heartbeat, how often it is refreshed all the same: far inside
-#: :data:`~anarchon.liveness.RETAIN_DEAD_MS`, after which any writer may delete an entry not refreshed.
-REGISTRY_KEEP_BEATING_MS = 60_000
+#: Where it lives by its instance's heartbeat, how often it is refreshed all the same: inside
+#: :data:`REGISTRY_TTL_MS` even with the poll's jitter, so an instance of a release that still reads
+#: an entry as live only while it has not expired keeps seeing this one during a rolling deploy.
+REGISTRY_KEEP_BEATING_MS = 3000
 DriftPolicy = Literal["newest", "oldest", "each"]
 DRIFT_POLICIES: tuple[DriftPolicy, ...] = ("newest", "oldest", "each")
 #: Format of the stored texts; a reader skips entries of another format.

@@ -2,7 +2,7 @@
 
 One row per instance: its head and job definitions (:mod:`anarchon.fleet`)
 and ``expires_ms`` on the server's clock, pushed forward every registry
-poll (every minute while the instance's heartbeat holds). The live read
+poll (every 3 s while the instance's heartbeat holds). The live read
 joins the heartbeat table: an instance with a heartbeat row is live while
 the row is, so a killed instance leaves the views with its heartbeat (about
 1.5 s); one without, while its entry has not expired. Each call is one

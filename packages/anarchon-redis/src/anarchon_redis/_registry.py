@@ -3,7 +3,7 @@
 ``<prefix>{registry}:heads`` and ``:jobs`` are hashes of instance id to its
 head and job definitions (:mod:`anarchon.fleet`); ``:seen`` is a sorted set
 of instance id to the time its entry expires on the server's clock, pushed
-forward every registry poll (every minute while the instance's heartbeat
+forward every registry poll (every 3 s while the instance's heartbeat
 holds). The tag puts the three on one node of a cluster, so each write is
 one script. An entry counts as live while its instance's heartbeat
 (``<prefix>instances``, another slot on a cluster, so read in a second

@@ -2,7 +2,7 @@
 
 ``anarchon_registry`` holds each instance's head and job definitions
 (:mod:`anarchon.fleet`) with ``expires_ms``, refreshed every registry poll
-(every minute while the instance's heartbeat holds). An entry counts as
+(every 3 s while the instance's heartbeat holds). An entry counts as
 live while its instance's heartbeat row has not expired, or, without a
 row, while the entry has not (a killed instance leaves with its heartbeat,
 in about 1.5 s). Added like the pause tables, when a file is
