@@ -23,9 +23,9 @@ how late this instance hears decisions (the upper envelope of the newest slot's 
 times :data:`LAG_MARGIN`), up to the job's window split the same way. The window is three quarters of
 the shortest gap (at most :data:`RANK_WINDOW_MS`, at least the jitter, at most half of
 ``max_late_ms``), so a slot's last claim still comes before the next slot's first. Measured at 1,000
-every-second jobs on eight instances (two cores, PostgreSQL), decisions were heard 100 to 300 ms
-after the slot: a fixed 83 ms step had backups send 2.26 losing claims per run, a window of half
-the gap 1.29, of three quarters 0.45. With ``jitter_ms=0`` or without a view of the fleet
+every-second jobs on eight instances (two cores, PostgreSQL), runs started 100 to 300 ms after the
+slot: a fixed 83 ms step had backups send 2.26 losing claims per run, a window of half the gap
+1.29, of three quarters 0.45. With ``jitter_ms=0`` or without a view of the fleet
 (no registry), claims keep the jitter; an instance alone to define a job claims at the slot.
 """
 
