@@ -71,6 +71,10 @@ async def test_one_jobs_broken_keys_stop_only_that_job(
         began = time.time()
         try:
             await asyncio.sleep(5)
+            # The hint is read by the take-over poll, every 5 s (jittered) while the heartbeat runs.
+            deadline = time.monotonic() + 10
+            while logged not in caplog.text and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
             history = {name: await scheduler.history(name) for name in ran}
         finally:
             await scheduler.stop()
