@@ -84,7 +84,8 @@ class PolicyTests(SuiteBase):
         name = unique_name("retry-lease")
         runner, backup = await conformance.scheduler(), await conformance.scheduler()
         for scheduler in (runner, backup):
-            scheduler.add(name, _NEVER, job, lease_ms=300, retries=1, retry_delay_ms=1200, retry_jitter=False)
+            # 600 ms leases: a 300 ms one lost its renewal once on a loaded CI machine, which is not what this tests.
+            scheduler.add(name, _NEVER, job, lease_ms=600, retries=1, retry_delay_ms=2400, retry_jitter=False)
         run = await runner.run_now(name)
         assert tries == [(runner.instance_id, 1, 0), (runner.instance_id, 1, 1)], f"tries: {tries}"
         assert (run.status, run.attempt, run.retries, run.instance) == (RunStatus.SUCCEEDED, 1, 1, runner.instance_id)
