@@ -153,7 +153,7 @@ class Ranker:
         if known is not None and known[0] is job:
             return known[1]
         options = job.options
-        gap = 60_000 if len(job.cron.split()) < 6 and not job.schedule.fixed else job.shortest_interval_ms()
+        gap = job.shortest_interval_ms() if job.sub_minute else 60_000
         window = min(RANK_WINDOW_MS, (gap or RANK_WINDOW_MS * 2) * 3 // 4, options.max_late_ms // 2)
         ceiling = max(options.jitter_ms, window) // (RANK_BACKUPS + 1)
         self._ceilings[job.name] = (job, ceiling)

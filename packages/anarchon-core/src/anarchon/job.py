@@ -107,6 +107,11 @@ class Job:
         start = datetime_to_ms(after) if after is not None else None
         return [ms_to_datetime(ms) for ms in self.schedule.slots(start, count)]
 
+    @property
+    def sub_minute(self) -> bool:
+        """Whether two slots can be under a minute apart: only a seconds field or an ``@every`` allows it."""
+        return len(self.cron.split()) >= 6 or self.schedule.fixed
+
     def shortest_interval_ms(self, probe: int = 64) -> int | None:
         """The shortest gap between two of the job's next ``probe`` slots (``None``: fewer than two)."""
         upcoming = self.schedule.slots(None, probe)
@@ -124,8 +129,7 @@ class Job:
         only when an explicit jitter reaches a minute.
         """
         jitter = self.options.jitter_ms
-        six_fields = len(self.cron.split()) >= 6 or self.schedule.fixed
-        if not jitter or not (six_fields or (explicit and jitter >= 60_000)):
+        if not jitter or not (self.sub_minute or (explicit and jitter >= 60_000)):
             return self
         shortest = self.shortest_interval_ms()
         if shortest is None:
