@@ -22,7 +22,7 @@ from anarchon.errors import UnsupportedOperationError
 from anarchon.fleet import REGISTRY_TTL_MS, read_fleet
 
 from ._base import SuiteBase
-from ._harness import Conformance
+from ._harness import Conformance, Instance
 from ._jobs import unique_name
 from ._requires import gated, requires
 from .testing import eventually, registry_entry
@@ -35,6 +35,15 @@ DETECTION_S = 3.0
 
 def _entry(conformance: Conformance, instance: str, started_ms: int, **crons: str) -> tuple[str, str]:
     return registry_entry(conformance._probe(), instance, crons, started_ms=started_ms)
+
+
+async def _beating_entry(conformance: Conformance, ttl_ms: int) -> tuple[Instance, Instance]:
+    """Two instances: the first beats once with ``ttl_ms`` and registers an entry; the second reads."""
+    a, b = await conformance.instances(2)
+    await a.beat(ttl_ms)
+    head, jobs = _entry(conformance, a.id, 1000, **{unique_name("reg"): "* * * * * *"})
+    await a.backend.register(a.id, head, jobs)
+    return a, b
 
 
 @gated("registry")
@@ -70,10 +79,7 @@ class RegistryTests(SuiteBase):
 
     @requires("liveness")
     async def test_an_entry_leaves_with_its_instance_heartbeat(self, conformance: Conformance) -> None:
-        a, b = await conformance.instances(2)
-        await a.beat(300)
-        head, jobs = _entry(conformance, a.id, 1000, **{unique_name("reg"): "* * * * * *"})
-        await a.backend.register(a.id, head, jobs)
+        a, b = await _beating_entry(conformance, 300)
         assert a.id in {i for i, _, _ in await b.backend.registered()}
         await a.stop_beating()  # as after kill -9: the heartbeat record expires by itself
 
@@ -84,11 +90,8 @@ class RegistryTests(SuiteBase):
 
     @requires("liveness")
     async def test_an_entry_lives_by_its_heartbeat_without_being_kept(self, conformance: Conformance) -> None:
-        """Issue 37: a beating instance refreshes its entry once a minute, not every poll; it stays live."""
-        a, b = await conformance.instances(2)
-        await a.beat(1500)
-        head, jobs = _entry(conformance, a.id, 1000, **{unique_name("reg"): "* * * * * *"})
-        await a.backend.register(a.id, head, jobs)
+        """Issue 37: a beating instance refreshes its entry every 3 s, not every poll; it stays live meanwhile."""
+        a, b = await _beating_entry(conformance, 1500)
         until = time.monotonic() + REGISTRY_TTL_MS / 1000 + 1.5
         while time.monotonic() < until:  # beats, and no keep_registered(), past the entry's TTL
             await asyncio.sleep(0.4)
