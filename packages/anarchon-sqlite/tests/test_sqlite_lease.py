@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import datetime, timedelta, timezone
 
 from anarchon.backend import Outcome
@@ -69,6 +70,33 @@ async def test_finish_writes_the_record_and_releases_the_lease(instances, make_j
     # released: the next slot is not skipped, and nothing is left to take over
     assert (await b.claim([make_claim(job, SLOT + 1000, "b")]))[0].won
     assert await b.take_over([job], "b") == []
+
+
+async def test_finishes_made_together_are_one_commit_and_answer_each(db_path, instances, make_job, make_claim):
+    """One transaction for the runs that ended together: one lock turn, not one per run (SQLiteBackend.finish)."""
+    (a,) = await instances(1)
+    jobs = [make_job(f"f{i}", overlap="allow") for i in range(40)]
+    grants = [r.grant for r in await a.claim([make_claim(j, SLOT, "a") for j in jobs])]
+    stale = grants[5].__class__(**{**grants[5].__dict__, "token": "not-the-owner"})
+    runs = {g.job: (await a.history(g.job))[0] for g in grants}
+    raw = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL empty: what follows is these finishes alone
+        answers = await asyncio.gather(
+            *(a.finish(g, runs[g.job].replace(status=RunStatus.SUCCEEDED)) for g in grants[:5]),
+            a.finish(stale, runs[stale.job].replace(status=RunStatus.SUCCEEDED)),
+            *(a.finish(g, runs[g.job].replace(status=RunStatus.FAILED)) for g in grants[6:]),
+        )
+        # Each commit appends at least one frame (a page) to the WAL: forty commits, forty frames or more.
+        _, frames, _ = raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    finally:
+        raw.close()
+    assert answers == [True] * 5 + [False] + [True] * 34
+    assert frames < len(grants) / 4, f"{frames} WAL frames for {len(grants)} finishes: one commit each?"
+    assert (await a.history("f0"))[0].status is RunStatus.SUCCEEDED
+    assert (await a.history("f5"))[0].status is RunStatus.RUNNING  # the stale finish changed nothing
+    assert (await a.history("f39"))[0].status is RunStatus.FAILED
+    assert await a.finish(grants[5], runs["f5"].replace(status=RunStatus.SUCCEEDED))
 
 
 async def test_renew_keeps_the_lease(instances, make_job, make_claim, wait_until):

@@ -39,6 +39,7 @@ __all__ = [
     "claim",
     "decided_elsewhere",
     "finish",
+    "finish_many",
     "hand_over",
     "history",
     "marks",
@@ -307,6 +308,12 @@ def finish(grant: Grant, run: Run) -> Body[bool]:
         return cursor.rowcount == 1
 
     return body
+
+
+def finish_many(items: Sequence[tuple[Grant, Run]]) -> Body[list[bool]]:
+    """The finishes of runs that ended together, in one transaction: one write lock, one commit."""
+    bodies = [finish(grant, run) for grant, run in items]
+    return lambda conn, now: [body(conn, now) for body in bodies]
 
 
 def hand_over(grant: Grant) -> Body[bool]:
