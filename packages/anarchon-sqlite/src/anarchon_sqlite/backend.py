@@ -74,8 +74,8 @@ class SQLiteBackend(
 
     Each object is one instance with one connection; objects in any number
     of processes on one host share the file. Every claim batch, renewal,
-    take-over and finish is one ``BEGIN IMMEDIATE`` transaction; leases
-    expire on the host's clock, which all those processes share.
+    take-over and batch of finishes is one ``BEGIN IMMEDIATE`` transaction;
+    leases expire on the host's clock, which all those processes share.
 
     ``busy_timeout_ms`` is how long a call waits for another process's write
     lock before it raises (the scheduler treats that as *unknown*: it does
