@@ -66,7 +66,8 @@ def _instance_main(args: argparse.Namespace) -> None:
     from anarchon import RunContext, Scheduler, SkewedClock, hookimpl
 
     ledger = _Ledger(args.ledger, args.id)
-    ordinary: Counter[str] = Counter()
+    #: (reason, slot) -> ordinary claim losses: per slot, so a reader can count a window of its own.
+    ordinary: Counter[tuple[str, int]] = Counter()
 
     class Observer:
         @hookimpl
@@ -87,14 +88,19 @@ def _instance_main(args: argparse.Namespace) -> None:
         @hookimpl
         def anarchon_claim_lost(self, scheduler: Scheduler, job: Any, slot_ms: int, reason: str) -> None:
             if reason in ("lost", "decided"):  # ordinary: counted, written once at the stop (the ledger's cost)
-                ordinary[reason] += 1
+                ordinary[reason, slot_ms] += 1
             else:  # "unknown" (answer lost) and "stale" (lease lost mid-run)
                 ledger.write("lost", job=job.name, slot=slot_ms, reason=reason)
 
         @hookimpl
         def anarchon_scheduler_stopped(self, scheduler: Scheduler) -> None:
-            # Claims sent and lost, and slots heard decided (no claim sent): what ranked claims save.
-            ledger.write("claims", lost=ordinary["lost"], decided=ordinary["decided"])
+            # Claims sent and lost, and slots heard decided (no claim sent): what ranked claims save. In
+            # all, and per slot ({slot: [lost, decided]}), since the first seconds' start-up is not the pace.
+            slots: dict[int, list[int]] = {}
+            for (reason, slot), count in ordinary.items():
+                slots.setdefault(slot, [0, 0])[reason == "decided"] += count
+            totals = [sum(v[0] for v in slots.values()), sum(v[1] for v in slots.values())]
+            ledger.write("claims", lost=totals[0], decided=totals[1], slots={str(k): v for k, v in slots.items()})
 
     scheduler = Scheduler(
         _build_backend(args),
