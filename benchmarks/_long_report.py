@@ -54,6 +54,8 @@ def long_markdown(info: dict[str, str], results: list[LongResult], args: str, ch
     if soaks:
         lines += ["", "## Soak: 3 instances x 1,000 every-second jobs, history_size=100, per minute", ""]
         lines += [
+            "Every option but `history_size` at its default, so claims are ranked (rank 0 claims at the slot, "
+            "a backup only a slot it did not hear decided). "
             "Minute 1 starts at the first whole second after every instance is ready; history passes its size "
             "after 100 s, so from minute 2 on every job's history is trimmed. *missed*: no instance started the "
             "slot within 4 s of the minute's end; *skipped*: the claim found the previous run still holding "

@@ -7,6 +7,11 @@ last slots have started, and each minute gets its own row: slots run, missed,
 run twice, the p99 start delay, the CPU of the instance processes and of the
 server's side, the backend's size and the resident sets. The last minute
 should look like the first: no growth, no slowdown.
+
+Every other option keeps its default, ranked claims among them (rank 0
+claims at the slot, a backup only a slot it did not hear decided): the soak
+checks what a deployment runs. The start delay is then the delay a user sees;
+on a backend without a view of the fleet it includes the drawn jitter.
 """
 
 from __future__ import annotations
@@ -115,7 +120,7 @@ class _LedgerTail:
 
 def soak(target: Target, ns: str, minutes: int, jobs: int = JOBS, history_size: int = HISTORY_SIZE) -> Soak:
     spec = target.soak_spec(ns, history_size)
-    options: dict[str, object] = {"jitter_ms": 0, "history_size": history_size, **target.fleet_options}
+    options: dict[str, object] = {"history_size": history_size, **target.fleet_options}
     names = [f"job-{i:02d}" for i in range(jobs)]
     result = Soak(jobs, target.fleet_instances, minutes, history_size, target.server_note)
     with tempfile.TemporaryDirectory(prefix=f"anarchon-{ns}-soak-") as tmp:
