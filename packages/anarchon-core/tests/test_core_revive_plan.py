@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from anarchon._revive import dead_slot, revival_plan
 from anarchon.backend import Grant
 from anarchon.memory import MemoryBackend
@@ -27,6 +29,6 @@ def test_nothing_older_than_max_late_and_nothing_without_catch_up_or_overlap_ski
 def test_the_dead_slot_is_the_taken_over_run_or_the_superseded_one() -> None:
     base = Grant(job="j", slot_ms=S + 2000, token="t", instance="i", attempt=1, fencing=1, lease_ms=30_000)
     assert dead_slot(base) is None
-    assert dead_slot(base.__class__(**{**vars(base), "attempt": 2})) == S + 2000
-    assert dead_slot(base.__class__(**{**vars(base), "supersedes": S})) == S
-    assert dead_slot(base.__class__(**{**vars(base), "attempt": 2, "manual": True})) is None
+    assert dead_slot(replace(base, attempt=2)) == S + 2000
+    assert dead_slot(replace(base, supersedes=S)) == S
+    assert dead_slot(replace(base, attempt=2, manual=True)) is None

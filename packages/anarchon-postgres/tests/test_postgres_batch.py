@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import asyncpg
 import pytest
@@ -106,7 +107,7 @@ async def test_finishes_made_together_share_one_statement_and_answer_each(make_b
     backend = await make_backend()
     jobs = [make_job(f"f{i}", overlap="allow") for i in range(20)]
     grants = [r.grant for r in await backend.claim([make_claim(j, SLOT) for j in jobs])]
-    stale = grants[5].__class__(**{**grants[5].__dict__, "token": "not-the-owner"})
+    stale = replace(grants[5], token="not-the-owner")
     answers = await asyncio.gather(
         *(backend.finish(g, _finished(g)) for g in grants[:5]),
         backend.finish(stale, _finished(stale)),
@@ -164,6 +165,6 @@ async def test_leases_renewed_together_come_back_only_where_still_ours(make_back
     backend = await make_backend()
     jobs = [make_job(f"n{i}", overlap="allow") for i in range(3)]
     grants = [r.grant for r in await backend.claim([make_claim(j, SLOT) for j in jobs])]
-    stale = grants[1].__class__(**{**grants[1].__dict__, "token": "not-the-owner"})
+    stale = replace(grants[1], token="not-the-owner")
     assert await backend.finish(grants[2], _finished(grants[2]))
     assert await backend.renew([grants[0], stale, grants[2]]) == [True, False, False]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from anarchon.backend import Outcome
@@ -77,7 +78,7 @@ async def test_finishes_made_together_are_one_commit_and_answer_each(db_path, in
     (a,) = await instances(1)
     jobs = [make_job(f"f{i}", overlap="allow") for i in range(40)]
     grants = [r.grant for r in await a.claim([make_claim(j, SLOT, "a") for j in jobs])]
-    stale = grants[5].__class__(**{**grants[5].__dict__, "token": "not-the-owner"})
+    stale = replace(grants[5], token="not-the-owner")
     runs = {g.job: (await a.history(g.job))[0] for g in grants}
     raw = sqlite3.connect(db_path, isolation_level=None)
     try:
