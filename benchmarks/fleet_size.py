@@ -1,7 +1,7 @@
 """What the referee's work does as the fleet grows: N instance processes on one backend, the jobs fixed.
 
 ``python -m benchmarks.fleet_size [--backends sqlite,redis,postgres] [--sizes 1,2,4,8,16] [--jobs 100]
-[--seconds 30] [--jitter-ms MS] [--quick] [--no-report]``
+[--seconds 30] [--jitter-ms MS] [--quick] [--no-report] [--pairs K]``
 
 For each backend and each fleet size N, ``anarchon_conformance.fleet.Fleet``
 starts N instance processes sharing ``--jobs`` every-second jobs with the
@@ -29,7 +29,10 @@ grew with N), lets them settle, and measures over ``--seconds``:
 
 Ratios to N=1 are printed per backend. ``--quick`` is the short case (N = 1
 and 4, 12 s windows) that prints the N=4/N=1 ratios in a minute or two per
-backend. Writes its section of ``benchmarks/results/REPORT.md`` and the chart the docs show
+backend. ``--pairs K`` runs the first and the last size back to back K times
+and prints the server-CPU ratio of each pair and their median (a ratio of two
+single runs moves with the machine's load); it writes nothing. Otherwise writes
+its section of ``benchmarks/results/REPORT.md`` and the chart the docs show
 (``docs/images/fleet-size.png``) unless ``--no-report``.
 """
 
@@ -42,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -209,7 +213,7 @@ def _chart(results: dict[str, list[Point]], path: Path) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, points in results.items():
-        ys = [p.server_ms_per_run if p.server_ms_per_run > 0 else p.client_ms_per_run for p in points]
+        ys = [_cpu(p) for p in points]
         label = name if points[0].server_ms_per_run > 0 else f"{name} (instances' CPU: no server)"
         ax.plot([p.instances for p in points], ys, marker="o", label=label)
     ax.set_xscale("log", base=2)
@@ -234,6 +238,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jitter-ms", type=int, default=None, help="the jobs' jitter_ms (0: no ranked claims)")
     parser.add_argument("--quick", action="store_true", help="N=1 and N=4, 12 s each: the ratio in a minute or two")
     parser.add_argument("--no-report", action="store_true", help="print only; leave REPORT.md alone")
+    parser.add_argument(
+        "--pairs", type=int, default=0, help="K pairs of the first and last size run back to back; prints only"
+    )
     args = parser.parse_args(argv)
     sizes_text = args.sizes or ("1,4" if args.quick else "1,2,4,8,16")
     try:
@@ -250,13 +257,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--jobs={args.jobs!r}: every count must be at least 1, e.g. 100")
     args.seconds = args.seconds or (12.0 if args.quick else 30.0)
     args.argv = " ".join(sys.argv[1:] if argv is None else argv)
+    if args.pairs < 0:
+        parser.error(f"--pairs={args.pairs}: give a number of pairs, at least 1, e.g. --pairs 3")
+    if args.pairs:
+        _pairs(args, sizes[0], sizes[-1], job_counts)
+        return
     results: dict[str, list[Point]] = {}
-    for name in args.backends.split(","):
-        target = load(name)
-        why = asyncio.run(target.unreachable())
-        if why:
-            print(f"{name}: not measured ({why})", flush=True)
-            continue
+    for name, target in _reachable(args.backends):
         for jobs in job_counts:
             label = name if len(job_counts) == 1 else f"{name}, {jobs} jobs"
             results[label] = [_measured(label, target, n, jobs, args) for n in sizes]
@@ -268,6 +275,40 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_report:
         label = "Referee cost as the fleet grows (`python -m benchmarks.fleet_size`)"
         write_section(REPORT, "fleet-size", label, page, BENCHMARK_INTRO)
+
+
+def _pairs(args: argparse.Namespace, small: int, big: int, job_counts: list[int]) -> None:
+    """Alternate N=small and N=big ``--pairs`` times: a ratio of two single runs moves with the machine's load.
+
+    The server's CPU per run where there is a server, else (SQLite) the instances'.
+    """
+    for name, target in _reachable(args.backends):
+        for jobs in job_counts:
+            label = f"{name}, {jobs} jobs"
+            ratios = []
+            for _ in range(args.pairs):
+                a, b = _measured(label, target, small, jobs, args), _measured(label, target, big, jobs, args)
+                ratios.append(_cpu(b) / _cpu(a))
+            what = "server" if a.server_ms_per_run > 0 else "instances'"
+            shown = ", ".join(f"{r:.2f}x" for r in ratios)
+            median = sorted(ratios)[len(ratios) // 2]
+            print(f"{label}: {what} CPU per run, N={big} over N={small}, pair by pair: {shown}; median {median:.2f}x")
+
+
+def _cpu(point: Point) -> float:
+    """The CPU per run a fleet's cost is read from: the server's, or the instances' where there is none."""
+    return point.server_ms_per_run if point.server_ms_per_run > 0 else point.client_ms_per_run
+
+
+def _reachable(backends: str) -> Iterator[tuple[str, Target]]:
+    """Each backend named (comma-separated) that answers; the others are said not measured."""
+    for name in backends.split(","):
+        target = load(name)
+        why = asyncio.run(target.unreachable())
+        if why:
+            print(f"{name}: not measured ({why})", flush=True)
+        else:
+            yield name, target
 
 
 def _measured(name: str, target: Target, n: int, jobs: int, args: argparse.Namespace) -> Point:

@@ -33,7 +33,7 @@ def test_four_instances_send_about_one_claim_per_slot(name: str) -> None:
         f"runs per instance {four.per_instance}"
     )
     assert (one.twice, one.missed, four.twice, four.missed) == (0, 0, 0, 0)
-    # Without the notices each of the other three claims and loses every slot (3 per run); here about 0.2, from the
-    # first second, before the instances read each other in the registry. The bounds leave room for a loaded CI.
+    # Without the notices each of the other three claims and loses every slot (3 per run); here at most a few
+    # hundredths, counted for the measured window's slots. The bounds leave room for a loaded CI.
     assert four.claims_lost < 1.5, f"{four.claims_lost:.2f} claims lost per run: later ranks claimed decided slots"
     assert four.heard_decided > 1.5, f"{four.heard_decided:.2f} slots heard decided per run, of the 3 the others skip"
