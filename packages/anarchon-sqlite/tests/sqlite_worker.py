@@ -7,7 +7,8 @@
 ``python sqlite_worker.py race PATH ID SLOTS JOBS BUSY_TIMEOUT_MS``
     start, print ``ready``, wait for a line on stdin, then claim SLOTS slots of
     JOBS jobs (one batch per slot, as the scheduler sends them) and print one
-    JSON object: the (job, slot) pairs won and the number of calls that raised.
+    JSON object: the (job, slot) pairs won and the number of calls that raised
+    (after ``busy`` on a line of its own at the first call that raised).
     A call that raised is *unknown*, so it is retried with the same tokens, as
     the scheduler would; a wrong answer would show as a second winner.
 """
@@ -57,6 +58,8 @@ async def race(path: str, instance: str, slots: int, jobs: int, busy_timeout_ms:
             try:
                 results = await backend.claim(batch)
             except Exception:
+                if not errors:
+                    print("busy", flush=True)  # the first refusal, told at once (test_sqlite_busy waits for it)
                 errors += 1
                 await asyncio.sleep(0.001)
                 continue

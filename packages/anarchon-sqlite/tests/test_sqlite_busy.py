@@ -63,7 +63,12 @@ async def test_a_lock_longer_than_the_busy_timeout_raises_and_writes_nothing(db_
     assert await a.renew([won.grant]) == [True]
 
 
-async def _race(db_path, worker, processes: int, slots: int, jobs: int, busy_timeout_ms: int):
+async def _race(db_path, worker, processes: int, slots: int, jobs: int, busy_timeout_ms: int, held: bool = False):
+    """Race the workers on the slots; ``held``: the write lock is held at the go until a worker was refused it.
+
+    Without ``held`` busy errors depend on how the workers happen to overlap: a claim of a slot another
+    worker decided is answered from a read, without the lock, so a 1 ms busy timeout alone can pass with none.
+    """
     procs = [
         await asyncio.create_subprocess_exec(
             sys.executable,
@@ -82,13 +87,27 @@ async def _race(db_path, worker, processes: int, slots: int, jobs: int, busy_tim
     for p in procs:
         assert p.stdout is not None
         assert (await p.stdout.readline()).strip() == b"ready"
+    raw = hold_write_lock(db_path) if held else None
     for p in procs:  # all claim from here on, at once
         assert p.stdin is not None
         p.stdin.write(b"go\n")
         await p.stdin.drain()
-    outs = await asyncio.gather(*(p.communicate() for p in procs))
-    assert all(p.returncode == 0 for p in procs)
-    reports = [json.loads(o[0]) for o in outs]
+        p.stdin.close()
+    firsts = [asyncio.ensure_future(p.stdout.readline()) for p in procs]
+    if raw is not None:
+        # Every first claim needs the lock (the slot is undecided), so one is refused while it is held.
+        done, _ = await asyncio.wait(firsts, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+        raw.rollback()
+        raw.close()
+        assert done, "no worker told of a refusal within 60 s of the go, with the write lock held"
+        assert next(iter(done)).result().strip() == b"busy"
+    reports = []
+    for p, first in zip(procs, firsts, strict=True):
+        line = await first
+        if line.strip() == b"busy":
+            line = await p.stdout.readline()
+        reports.append(json.loads(line))
+        assert await p.wait() == 0
     wins = Counter((job, slot) for r in reports for job, slot in r["won"])
     return wins, sum(r["errors"] for r in reports)
 
@@ -104,9 +123,9 @@ async def test_eight_processes_race_batches_one_winner_each(db_path, worker, ins
 
 @pytest.mark.slow
 async def test_busy_errors_under_load_stay_unknown_never_wrong(db_path, worker, instances):
-    """With a 1 ms busy timeout most calls fail; retried with the same tokens, still one winner each."""
+    """With a 1 ms busy timeout calls fail; retried with the same tokens, still one winner each."""
     await instances(1)
-    wins, errors = await _race(db_path, worker, processes=8, slots=40, jobs=10, busy_timeout_ms=1)
+    wins, errors = await _race(db_path, worker, processes=8, slots=40, jobs=10, busy_timeout_ms=1, held=True)
     assert errors > 0
     assert len(wins) == 40 * 10
     assert set(wins.values()) == {1}
