@@ -94,13 +94,12 @@ def _instance_main(args: argparse.Namespace) -> None:
 
         @hookimpl
         def anarchon_scheduler_stopped(self, scheduler: Scheduler) -> None:
-            # Claims sent and lost, and slots heard decided (no claim sent): what ranked claims save. In
-            # all, and per slot ({slot: [lost, decided]}), since the first seconds' start-up is not the pace.
-            slots: dict[int, list[int]] = {}
+            # Claims sent and lost, and slots heard decided (no claim sent): what ranked claims save. Per
+            # slot ({slot: [lost, decided]}), so a reader counts its own window: start-up is not the pace.
+            slots: dict[str, list[int]] = {}
             for (reason, slot), count in ordinary.items():
-                slots.setdefault(slot, [0, 0])[reason == "decided"] += count
-            totals = [sum(v[0] for v in slots.values()), sum(v[1] for v in slots.values())]
-            ledger.write("claims", lost=totals[0], decided=totals[1], slots={str(k): v for k, v in slots.items()})
+                slots.setdefault(str(slot), [0, 0])[reason == "decided"] += count
+            ledger.write("claims", slots=slots)
 
     scheduler = Scheduler(
         _build_backend(args),
