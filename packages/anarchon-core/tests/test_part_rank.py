@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 from anarchon import Claim, ClaimResult, MemoryBackend, MemoryStore, RunContext, Scheduler, hookimpl
+from anarchon._circle import GROUP_SLOTS
 from anarchon._rank import LAG_DECAY, LAG_MARGIN, RANK_BACKUPS, RANK_STEP_MS, Ranker
 from anarchon.fleet import Fleet, InstanceInfo, JobDefinition
 from anarchon.job import Job
@@ -38,9 +39,9 @@ def view(members: Sequence[str], jobs: Sequence[Job]) -> Fleet:
 
 
 def rankers(members: Sequence[str], jobs: Sequence[Job]) -> dict[str, Ranker]:
-    fleet = view(members, jobs)
+    fleet, listed = view(members, jobs), tuple(jobs)
     observers = Observers(PluginManager(), None)  # type: ignore[arg-type]
-    return {m: Ranker(m, lambda: fleet, observers) for m in members}
+    return {m: Ranker(m, lambda: fleet, observers, jobs=lambda: listed) for m in members}
 
 
 def test_each_slot_has_one_first_claimer_and_first_claims_spread_evenly() -> None:
@@ -56,6 +57,42 @@ def test_each_slot_has_one_first_claimer_and_first_claims_spread_evenly() -> Non
         first[delays[0][1]] += 1
     assert set(first) == set(MEMBERS)
     assert max(first.values()) / min(first.values()) < 1.15, first
+
+
+def test_rank_zero_goes_round_the_members_once_a_round_and_no_period_pins_a_job_to_one() -> None:
+    """An every-second job's slots go to each of n members once per round of n seconds; every k seconds spreads too."""
+    job = every_second("tick")
+    by = rankers(MEMBERS, [job])
+    start = 1_790_000_000_000 // 4000 * 4000  # a round starts here: rounds are len(MEMBERS) seconds
+    for round_start in range(start, start + 100 * 4000, 4000):
+        seconds = range(round_start, round_start + 4000, 1000)
+        firsts = [m for slot in seconds for m, r in by.items() if r.delay_ms(job, slot) == 0]
+        assert sorted(firsts) == sorted(MEMBERS), (round_start, firsts)
+    for period in (2, 4, 8, 12):  # a period that shares a factor with the fleet's size
+        slow = make_job(MemoryBackend(), f"every-{period}", f"*/{period} * * * * *")
+        slots = [start + n * period * 1000 for n in range(400)]
+        first = Counter(m for slot in slots for m, r in rankers(MEMBERS, [slow]).items() if r.delay_ms(slow, slot) == 0)
+        assert set(first) == set(MEMBERS) and max(first.values()) / min(first.values()) < 1.5, (period, first)
+
+
+def test_jobs_due_every_few_seconds_are_claimed_together_and_slower_ones_each_on_their_own() -> None:
+    """Dense jobs form ceil(count / GROUP_SLOTS) groups, each claimed by one instance; hourly jobs spread per job."""
+    dense = [every_second(f"tick-{j:03d}") for j in range(GROUP_SLOTS + 1)]
+    hourly = [make_job(MemoryBackend(), f"report-{j:03d}", "0 0 * * * *") for j in range(40)]
+    by = rankers(MEMBERS, dense + hourly)
+    slot = 1_790_000_000_000 // 3_600_000 * 3_600_000
+    for n in range(20):
+        at = slot + n * 3_600_000
+        dense_firsts = {(j.name, m) for j in dense for m, r in by.items() if r.delay_ms(j, at) == 0}
+        assert len(dense_firsts) == len(dense), "one first claimer per slot"
+        assert len({m for _, m in dense_firsts}) <= 2, "more than the two groups' first claimers"
+        hourly_firsts = Counter(m for j in hourly for m, r in by.items() if r.delay_ms(j, at) == 0)
+        assert sum(hourly_firsts.values()) == len(hourly) and len(hourly_firsts) == len(MEMBERS), hourly_firsts
+    few = [every_second(f"tick-{j:03d}") for j in range(30)]
+    alone = rankers(MEMBERS, few)
+    for n in range(20):
+        at = slot + n * 1000
+        assert len({m for j in few for m, r in alone.items() if r.delay_ms(j, at) == 0}) == 1, "not one group"
 
 
 def test_an_instance_alone_claims_at_the_slot_and_one_without_a_view_keeps_the_jitter() -> None:
@@ -175,7 +212,8 @@ async def test_a_fleet_of_four_sends_about_one_claim_per_slot_and_runs_each_once
         while any(len(s._fleetwatch.fleet.instances) < len(MEMBERS) for s in fleet):
             assert time.monotonic() < deadline, "the instances did not see each other in the registry"
             await asyncio.sleep(0.05)
-        first = (time.time_ns() // 1_000_000 // 1000 + 2) * 1000  # from a slot due after all saw the fleet
+        # From a round's first slot due after all saw the fleet: one round (4 s) gives each member its second.
+        first = -(-(time.time_ns() // 1_000_000 + 2000) // 4000) * 4000
         await asyncio.sleep((first + 4000 - time.time_ns() // 1_000_000) / 1000 + 0.5)
     finally:
         for s in fleet:

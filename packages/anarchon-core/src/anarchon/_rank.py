@@ -3,13 +3,13 @@
 Every instance runs the same schedule, so each one claimed every slot and all but one claim lost:
 the referee's work grew with the fleet (PostgreSQL: 0.30 ms of server CPU per run with one
 instance, 1.34 ms with eight). Instead each instance ranks, per slot, the live instances that
-define the job by rendezvous hashing (highest hash of instance, job and slot first): the same
-order on every instance that sees the same members, a different one per slot, so first tries, and
-runs, spread evenly. Rank 0 claims at the slot, rank ``k`` (1 to :data:`RANK_BACKUPS`) ``k`` steps
-later, the rest one step after the last backup. The winning claim tells the fleet
-(:meth:`~anarchon.backend.Backend.watch_decided`, capability ``decided_notify``), so a later rank
-sends no claim for a slot it heard decided: one claim per slot while rank 0 lives; after a
-``kill -9`` of rank 0, its slots start one step late.
+define the job (:mod:`anarchon._circle`: the same order on every instance that sees the same
+members, rank 0 moving round them slot by slot, jobs due every few seconds ranked in groups so
+that one instance claims a group's slots in one call). Rank 0 claims at the slot, rank ``k`` (1 to
+:data:`RANK_BACKUPS`) ``k`` steps later, the rest one step after the last backup. The winning
+claim tells the fleet (:meth:`~anarchon.backend.Backend.watch_decided`, capability
+``decided_notify``), so a later rank sends no claim for a slot it heard decided: one claim per
+slot while rank 0 lives; after a ``kill -9`` of rank 0, its slots start one step late.
 
 Safety does not rest on any of it. The referee's claim stays the only judge of who runs, so
 instances that see the fleet differently (one just joined, one just died) claim in another order
@@ -32,12 +32,12 @@ slot: a fixed 83 ms step had backups send 2.26 losing claims per run, a window o
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import random
 import time
 from collections.abc import Callable, Sequence
 
+from ._circle import Circles
 from ._health import error_text
 from .backend import Backend
 from .fleet import Fleet
@@ -63,18 +63,6 @@ LAG_DECAY = 0.9
 LAG_IGNORED_MS = 5000
 #: Wait before watching decided slots again when the backend's watch ended by an error (s).
 REWATCH_S = 5.0
-_MASK = (1 << 64) - 1
-
-
-def _hash(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-
-
-def _mix(x: int) -> int:
-    """splitmix64's finaliser: one member's weight for one slot from the two hashes, in a few integer steps."""
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-    return x ^ (x >> 31)
 
 
 def jittered(job: Job, slot_ms: int) -> int:
@@ -91,60 +79,29 @@ class Ranker:
         fleet: Callable[[], Fleet],
         observers: Observers,
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        jobs: Callable[[], Sequence[Job]] = lambda: (),
     ) -> None:
-        self._instance = instance
         self._now_ms = now_ms
         #: How late (ms after the slot) decisions have lately reached this instance: an upper envelope.
         self._lag = 0.0
         #: Job -> (the definition, its step's ceiling), worked out once per definition.
         self._ceilings: dict[str, tuple[Job, int]] = {}
         self._observers = observers
-        self._mine = _hash(instance)
-        self._fleet = fleet
-        self._seen: Fleet | None = None
-        #: Job name -> the other live instances defining it, with their hashes; built once per view.
-        self._members: dict[str, tuple[int, ...]] = {}
-        self._everyone: tuple[int, ...] = ()
-        #: Whether the view holds this instance (the registry was read), and the code jobs it lists for it.
-        self._viewed = False
-        self._code: frozenset[str] = frozenset()
+        self._circles = Circles(instance, fleet, jobs)
         #: Job name -> the newest scheduled slot heard decided.
         self._heard: dict[str, int] = {}
-
-    def _others(self, name: str) -> tuple[int, ...] | None:
-        """The other live instances that may claim the job (their hashes); ``None`` without a view of the fleet."""
-        fleet = self._fleet()
-        if fleet is not self._seen:
-            self._seen = fleet
-            live = {i.instance for i in fleet.instances}
-            self._viewed = self._instance in live
-            by_job: dict[str, list[int]] = {}
-            for instance, jobs in fleet.definitions.items():
-                if instance in live and instance != self._instance:
-                    for job in jobs:
-                        by_job.setdefault(job, []).append(_hash(instance))
-            self._members = {job: tuple(hashes) for job, hashes in by_job.items()}
-            self._code = frozenset(fleet.definitions.get(self._instance, ()))
-            # A stored schedule is in nobody's definitions: every live instance with its task may run it.
-            self._everyone = tuple(_hash(i) for i in sorted(live) if i != self._instance)
-        if not self._viewed:
-            return None
-        return self._members.get(name, ()) if name in self._code else self._everyone
 
     def delay_ms(self, job: Job, slot_ms: int) -> int:
         """How long after ``slot_ms`` this instance claims the slot: by its rank, or the jitter."""
         jitter = job.options.jitter_ms
-        others = self._others(job.name) if jitter else None
-        if others is None:
+        rank = self._circles.rank(job, slot_ms) if jitter else None
+        if rank is None:
             return jittered(job, slot_ms)
-        if not others:
-            return 0  # alone to claim it: the first try, at the slot
+        if not rank:
+            return 0
         step = min(RANK_STEP_MS, jitter // (RANK_BACKUPS + 1))
         if self._lag * LAG_MARGIN > step:
             step = min(int(self._lag * LAG_MARGIN), self._ceiling(job))
-        key = _hash(f"{job.name}\0{slot_ms}")
-        mine = _mix(key ^ self._mine)
-        rank = sum(1 for h in others if _mix(key ^ h) > mine)
         return min(rank, RANK_BACKUPS + 1) * step
 
     def _ceiling(self, job: Job) -> int:

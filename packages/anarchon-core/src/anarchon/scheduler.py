@@ -165,7 +165,7 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
             is_code_job=lambda name: name in registry and not registry.is_stored(name),
             fleet=lambda: self._fleetwatch.fleet, stopping=self._is_stopping,
         )  # fmt: skip
-        self._ranker = Ranker(instance, lambda: self._fleetwatch.fleet, observers, clock.now_ms)
+        self._ranker = Ranker(instance, lambda: self._fleetwatch.fleet, observers, clock.now_ms, registry.snapshot)
         self._timer = SlotTimer(
             self._registry, clock, self._health, observers, lease=leases is not None, on_due=self._on_due,
             delay=self._ranker.delay_ms,
