@@ -76,7 +76,8 @@ def test_rank_zero_goes_round_the_members_once_a_round_and_no_period_pins_a_job_
 
 
 def test_jobs_due_every_few_seconds_are_claimed_together_and_slower_ones_each_on_their_own() -> None:
-    """Dense jobs form ceil(count / GROUP_SLOTS) groups, each claimed by one instance; hourly jobs spread per job."""
+    """Dense jobs form ceil(count / GROUP_SLOTS) groups, each claimed by one instance while there are fewer
+    groups than instances; hourly jobs spread per job."""
     dense = [every_second(f"tick-{j:03d}") for j in range(GROUP_SLOTS + 1)]
     hourly = [make_job(MemoryBackend(), f"report-{j:03d}", "0 0 * * * *") for j in range(40)]
     by = rankers(MEMBERS, dense + hourly)
@@ -85,9 +86,14 @@ def test_jobs_due_every_few_seconds_are_claimed_together_and_slower_ones_each_on
         at = slot + n * 3_600_000
         dense_firsts = {(j.name, m) for j in dense for m, r in by.items() if r.delay_ms(j, at) == 0}
         assert len(dense_firsts) == len(dense), "one first claimer per slot"
-        assert len({m for _, m in dense_firsts}) <= 2, "more than the two groups' first claimers"
+        assert len({m for _, m in dense_firsts}) == 2, "not the two groups' first claimers, on two instances"
         hourly_firsts = Counter(m for j in hourly for m, r in by.items() if r.delay_ms(j, at) == 0)
         assert sum(hourly_firsts.values()) == len(hourly) and len(hourly_firsts) == len(MEMBERS), hourly_firsts
+    # As many groups as members: each job is ranked on its own again, its first claims spread over all.
+    many = [every_second(f"tick-{j:03d}") for j in range(3 * GROUP_SLOTS + 1)]
+    spread = rankers(MEMBERS, many)
+    firsts = Counter(m for j in many for m, r in spread.items() if r.delay_ms(j, slot) == 0)
+    assert sum(firsts.values()) == len(many) and max(firsts.values()) / min(firsts.values()) < 1.3, firsts
     few = [every_second(f"tick-{j:03d}") for j in range(30)]
     alone = rankers(MEMBERS, few)
     for n in range(20):
