@@ -36,7 +36,10 @@ def test_a_killed_instances_slots_are_claimed_by_the_next_rank_none_missed_or_do
     ) as fleet:
         fleet.start(timeout=60)
         settled = (fleet.ready_ms or _now_ms()) + 3000  # every instance has read the registry by then
-        fleet.wait_for(lambda r: r["e"] == "start" and r["slot"] >= settled + 4000, timeout=30)
+        # Rank 0 goes round the four instances once per round of 4 s (rounds start at multiples of
+        # 4,000 ms; the 20 jobs are one group): wait past one whole round, so each ran its second of it.
+        whole_round = -(-settled // 4000) * 4000
+        fleet.wait_for(lambda r: r["e"] == "start" and r["slot"] >= whole_round + 5000, timeout=30)
         victim = fleet.members[0]
         killed = fleet.kill(victim)
         fleet.wait_for(lambda r: r["e"] == "start" and r["slot"] >= killed + 8000, timeout=30)
