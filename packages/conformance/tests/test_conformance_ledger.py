@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from anarchon.every_instance import instance_job_name
+from anarchon_conformance._fleet_every import _twice
 from anarchon_conformance.ledger import RE_RUN_EDGE, read_ledger, reconcile
 
 
@@ -43,3 +45,20 @@ def test_a_second_end_is_a_duplicate_when_the_first_was_recorded_or_its_runner_l
         report = reconcile(ledger, {"x": [1000]}, killed)
         assert (report.duplicates, report.re_runs) == (1, 0), (ledger, killed)
         assert report.rows[0].outcome == "DUPLICATE"
+
+
+def _copy_run(instance: str, attempt: int, t: int, *, recorded: bool) -> list[dict[str, object]]:
+    """An every-instance run: the ledger's start names the job, the backend's record its instance's copy."""
+    run = {"job": "x", "slot": 1000, "instance": instance, "attempt": attempt}
+    done = {**run, "job": instance_job_name("x", instance)}
+    return [{"e": "start", "t": t, **run}] + ([{"e": "recorded", "t": t + 20, **done}] if recorded else [])
+
+
+def test_an_every_instance_slot_taken_over_after_its_runner_was_killed_is_not_run_twice() -> None:
+    cut_short = _copy_run("i-2", 1, 0, recorded=False) + _copy_run("i-2", 2, 30_000, recorded=True)
+    assert _twice(cut_short, victim="i-2") == []  # the restart took over the run the kill cut short
+    decided = _copy_run("i-2", 1, 0, recorded=True) + _copy_run("i-2", 2, 30_000, recorded=True)
+    assert _twice(decided, victim="i-2") == [("i-2", "x", 1000, [(1, 0), (2, 30_000)])]
+    assert _twice(cut_short, victim="i-1") != []  # an instance never killed has no take-over to excuse
+    same_grant = _copy_run("i-2", 1, 0, recorded=False) + _copy_run("i-2", 1, 5, recorded=False)
+    assert _twice(same_grant, victim="i-2") != []
