@@ -30,7 +30,7 @@ different order.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .fleet import Fleet
 from .job import Job
@@ -125,18 +125,24 @@ class Circles:
         """The job's group if it is due at least every GROUP_GAP_MS and there are fewer groups than members."""
         jobs = self._jobs()
         if jobs is not self._counted:  # counted again when jobs change; what was removed is forgotten
-            self._counted, known, self._dense = jobs, self._dense, {}
-            dense = sum(1 for j in jobs if self._hashed(j, known) is not None)
+            known = self._dense
+            self._counted, self._dense = jobs, {j.name: _entry(j, known) for j in jobs}
+            dense = sum(1 for _, hashed in self._dense.values() if hashed is not None)
             self._groups = max(1, -(-dense // GROUP_SLOTS))
-        hashed = self._hashed(job, self._dense)
+        entry = self._dense.get(job.name)
+        if entry is None or entry[0] is not job:  # a definition the counted jobs do not hold
+            entry = self._dense[job.name] = _entry(job, {})
+        hashed = entry[1]
         if hashed is None or self._groups >= size:
             return None  # as many groups as members: each job on its own spreads as evenly, and finer
         return hashed % self._groups
 
-    def _hashed(self, job: Job, known: dict[str, tuple[Job, int | None]]) -> int | None:
-        entry = known.get(job.name)
-        if entry is None or entry[0] is not job:
-            gap = job.shortest_interval_ms(GAP_PROBE) if job.sub_minute else None
-            entry = (job, name_hash(job.name) if gap is not None and gap <= GROUP_GAP_MS else None)
-        self._dense[job.name] = entry
-        return entry[1]
+
+def _entry(job: Job, known: Mapping[str, tuple[Job, int | None]]) -> tuple[Job, int | None]:
+    """The job and the hash of its name if it is ranked by group (due at least every GROUP_GAP_MS), else None;
+    taken from ``known`` while its definition is the same object, since probing its gaps costs."""
+    entry = known.get(job.name)
+    if entry is None or entry[0] is not job:
+        gap = job.shortest_interval_ms(GAP_PROBE) if job.sub_minute else None
+        entry = (job, name_hash(job.name) if gap is not None and gap <= GROUP_GAP_MS else None)
+    return entry
