@@ -1,7 +1,7 @@
 """What the referee's work does as the fleet grows: N instance processes on one backend, the jobs fixed.
 
 ``python -m benchmarks.fleet_size [--backends sqlite,redis,postgres] [--sizes 1,2,4,8,16] [--jobs 100]
-[--seconds 30] [--jitter-ms MS] [--quick] [--no-report] [--pairs K]``
+[--seconds 30] [--jitter-ms MS] [--quick] [--no-report] [--pairs K] [--idle]``
 
 For each backend and each fleet size N, ``anarchon_conformance.fleet.Fleet``
 starts N instance processes sharing ``--jobs`` every-second jobs with the
@@ -34,6 +34,13 @@ and prints the server-CPU ratio of each pair and their median (a ratio of two
 single runs moves with the machine's load); it writes nothing. Otherwise writes
 its section of ``benchmarks/results/REPORT.md`` and the chart the docs show
 (``docs/images/fleet-size.png``) unless ``--no-report``.
+
+``--idle`` measures what grows with N whatever the jobs: N instances (sizes
+1 and 8 by default) whose jobs never come due, so each sends only what keeps
+it known to the fleet (its heartbeat, its registry entry and reads, its
+polls); it prints the server's CPU, the referee's operations and the
+instance's own CPU per instance per second, and writes its own section of the
+report. Seven such instances are what N=8 adds to N=1 before any slot.
 """
 
 from __future__ import annotations
@@ -47,9 +54,11 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
-from anarchon_conformance.fleet import Fleet
+from anarchon_conformance.fleet import Fleet, FleetReport
 from scripts.report import BENCHMARK_INTRO, write_section
 
 from ._cli import _ensure_requirements
@@ -64,6 +73,8 @@ __all__ = ["Point", "measure"]
 REPORT = Path(__file__).parent / "results" / "REPORT.md"
 #: The chart lives with the docs, which show it beside the protocol's table; the report links to it.
 CHART = Path(__file__).parent.parent / "docs" / "images" / "fleet-size.png"
+#: A cron that never comes due while measured (1 January, midnight): the instances only keep themselves known.
+NEVER = "0 0 0 1 1 *"
 
 
 @dataclass(frozen=True)
@@ -96,10 +107,25 @@ async def _counters(target: Target, ns: str) -> tuple[dict[str, float], float]:
     return await target.referee_counters(ns), cpu_seconds(await target.server_pids(ns))
 
 
-def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms: int | None = None) -> Point:
+@dataclass
+class _Window:
+    """What one measured window of a fleet read: the referee's counters, server and instance CPU (s)."""
+
+    since: int = 0
+    until: int = 0
+    ops: dict[str, float] = field(default_factory=dict)
+    server_s: float = 0.0
+    client_s: float = 0.0
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    members: list[str] = field(default_factory=list)
+    report: FleetReport | None = None
+
+
+def _window(target: Target, instances: int, jobs: int, seconds: float, options: dict[str, Any], cron: str) -> _Window:
     """Start ``instances`` processes on a fresh namespace, measure ``seconds`` of steady state, clean up."""
     ns = new_namespace()
     spec = target.spec(ns)
+    seen = _Window()
     try:
         with tempfile.TemporaryDirectory(prefix=f"anarchon-{ns}-size-") as tmp:
             fleet = Fleet(
@@ -108,7 +134,8 @@ def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms
                 backend_kwargs=spec.kwargs,
                 instances=instances,
                 jobs=jobs,
-                options={**({} if jitter_ms is None else {"jitter_ms": jitter_ms}), **target.fleet_options},
+                cron=cron,
+                options={**options, **target.fleet_options},
                 grace_ms=5_000,
             )
             with fleet:
@@ -117,16 +144,27 @@ def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms
                 pids = [m.process.pid for m in fleet.members]
                 ops_before, server_before = asyncio.run(_counters(target, ns))
                 client_before = cpu_seconds(pids)
-                since = time.time_ns() // 1_000_000
+                seen.since = time.time_ns() // 1_000_000
                 time.sleep(seconds)
-                until = time.time_ns() // 1_000_000
+                seen.until = time.time_ns() // 1_000_000
                 ops_after, server_after = asyncio.run(_counters(target, ns))
                 client_after = cpu_seconds(pids)
                 fleet.stop(timeout=60)
-                report = fleet.report(since_ms=since + 1000, until_ms=until - 2000)
-                ledger = fleet.ledger()
+                seen.report = fleet.report(since_ms=seen.since + 1000, until_ms=seen.until - 2000)
+                seen.ledger = fleet.ledger()
+                seen.members = [m.instance for m in fleet.members]
     finally:
         asyncio.run(target.cleanup(ns))
+    seen.ops = {k: ops_after[k] - ops_before.get(k, 0.0) for k in ops_after}
+    seen.server_s, seen.client_s = server_after - server_before, client_after - client_before
+    return seen
+
+
+def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms: int | None = None) -> Point:
+    """``instances`` processes sharing ``jobs`` every-second jobs: the referee's cost per run."""
+    options = {} if jitter_ms is None else {"jitter_ms": jitter_ms}
+    seen = _window(target, instances, jobs, seconds, options, "* * * * * *")
+    since, until, ledger = seen.since, seen.until, seen.ledger
     starts = [r for r in ledger if r["e"] == "start" and since <= r["t"] <= until]
     ran = len(starts) or 1
     # Each instance writes its tallies per slot at its stop: the slots of the measured window count,
@@ -139,18 +177,42 @@ def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms
         if since <= int(slot) <= until
     ]
     by_instance = Counter(r["instance"] for r in starts)
+    report = seen.report
+    assert report is not None
     return Point(
         instances=instances,
         runs=len(starts),
         twice=report.duplicates,
         missed=report.missed,
-        server_ms_per_run=(server_after - server_before) / ran * 1000,
-        client_ms_per_run=(client_after - client_before) / ran * 1000,
-        ops_per_run={k: (ops_after[k] - ops_before.get(k, 0.0)) / ran for k in ops_after},
+        server_ms_per_run=seen.server_s / ran * 1000,
+        client_ms_per_run=seen.client_s / ran * 1000,
+        ops_per_run={k: v / ran for k, v in seen.ops.items()},
         delay=Latency.of([float(r["t"] - r["slot"]) for r in starts]),
-        per_instance=[by_instance.get(m.instance, 0) for m in fleet.members],
+        per_instance=[by_instance.get(m, 0) for m in seen.members],
         claims_lost=sum(lost for lost, _ in tallies) / ran,
         heard_decided=sum(decided for _, decided in tallies) / ran,
+    )
+
+
+@dataclass(frozen=True)
+class Idle:
+    """What each instance of a fleet sends and costs on its own, per second, while no slot is due."""
+
+    instances: int
+    server_ms: float
+    client_ms: float
+    ops: dict[str, float]
+
+
+def measure_idle(target: Target, instances: int, seconds: float) -> Idle:
+    """``instances`` processes whose 10 jobs never come due: heartbeat, registry, polls, and nothing else."""
+    seen = _window(target, instances, 10, seconds, {}, NEVER)
+    per = (seen.until - seen.since) / 1000 * instances
+    return Idle(
+        instances=instances,
+        server_ms=seen.server_s / per * 1000,
+        client_ms=seen.client_s / per * 1000,
+        ops={k: v / per for k, v in seen.ops.items()},
     )
 
 
@@ -241,8 +303,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--pairs", type=int, default=0, help="K pairs of the first and last size run back to back; prints only"
     )
+    parser.add_argument(
+        "--idle", action="store_true", help="what each instance costs on its own, no slot due (sizes 1,8 by default)"
+    )
     args = parser.parse_args(argv)
-    sizes_text = args.sizes or ("1,4" if args.quick else "1,2,4,8,16")
+    sizes_text = args.sizes or ("1,4" if args.quick else "1,8" if args.idle else "1,2,4,8,16")
     try:
         sizes = [int(s) for s in sizes_text.split(",")]
     except ValueError:
@@ -261,6 +326,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--pairs={args.pairs}: give a number of pairs, at least 1, e.g. --pairs 3")
     if args.pairs:
         _pairs(args, sizes[0], sizes[-1], job_counts)
+        return
+    if args.idle:
+        _idle(args, sizes)
         return
     results: dict[str, list[Point]] = {}
     for name, target in _reachable(args.backends):
@@ -293,6 +361,49 @@ def _pairs(args: argparse.Namespace, small: int, big: int, job_counts: list[int]
             shown = ", ".join(f"{r:.2f}x" for r in ratios)
             median = sorted(ratios)[len(ratios) // 2]
             print(f"{label}: {what} CPU per run, N={big} over N={small}, pair by pair: {shown}; median {median:.2f}x")
+
+
+def _idle(args: argparse.Namespace, sizes: list[int]) -> None:
+    """Each backend at each size with nothing due: the cost each instance adds to the fleet, per second."""
+    lines = [
+        "# What each instance costs on its own",
+        "",
+        f"`python -m benchmarks.fleet_size {args.argv}`: N instance processes with 10 jobs that never come due "
+        f"(default options), {args.seconds:.0f} s measured per point after the fleet settled: only what each "
+        "instance sends to keep itself known (heartbeat, fleet registry, polls). Per instance per second.",
+        "",
+        *(f"- {k}: {v}" for k, v in machine().items()),
+        "",
+    ]
+    for name, target in _reachable(args.backends):
+        points = [measure_idle(target, n, args.seconds) for n in sizes]
+        keys = sorted({k for p in points for k in p.ops})
+        header = ["N", "server CPU ms/s", *(f"{k}/s" for k in keys), "instance CPU ms/s"]
+        lines += [f"## {name}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for p in points:
+            row = [str(p.instances), _f(p.server_ms) if p.server_ms else "n/a"]
+            row += [_f(p.ops.get(k, math.nan)) for k in keys]
+            lines.append("| " + " | ".join([*row, _f(p.client_ms)]) + " |")
+            print(f"{name} idle N={p.instances}: {lines[-1]}", flush=True)
+        first, last = points[0], points[-1]
+        if last.instances > first.instances:
+            # Totals, not shares: the server's own background (Redis's timer) is spread over N in the table.
+            added = partial(_added, first.instances, last.instances)
+            each = [f"server CPU {added(first.server_ms, last.server_ms)} ms/s"] if first.server_ms else []
+            each += [f"{k} {added(first.ops.get(k, 0.0), last.ops.get(k, 0.0))}/s" for k in keys]
+            each.append(f"its own CPU {added(first.client_ms, last.client_ms)} ms/s")
+            lines += ["", "Each instance beyond the first adds: " + ", ".join(each) + "."]
+        lines.append("")
+    page = "\n".join(lines)
+    print(page)
+    if not args.no_report:
+        label = "What each instance costs on its own (`python -m benchmarks.fleet_size --idle`)"
+        write_section(REPORT, "fleet-size-idle", label, page, BENCHMARK_INTRO)
+
+
+def _added(n_a: int, n_b: int, a: float, b: float) -> str:
+    """What each instance between n_a and n_b adds, from the per-instance figures at both sizes."""
+    return _f((b * n_b - a * n_a) / (n_b - n_a))
 
 
 def _cpu(point: Point) -> float:
