@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from anarchon import MemoryBackend, RunContext, RunStatus, Scheduler, start_in_background
+from anarchon import Groups, MemoryBackend, RunContext, RunStatus, Scheduler, start_in_background
 from anarchon._identity import default_actor
 from anarchon.cli import main
 
@@ -124,3 +124,17 @@ def test_run_now_and_trigger_say_how_they_differ(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit):
         main(["trigger", "--help"])
     assert "Unlike run-now" in capsys.readouterr().out
+
+
+async def test_the_scheduler_reads_the_groups_of_its_backend_started_or_not() -> None:
+    backend = MemoryBackend()
+    scheduler = Scheduler(backend, instance_id="groups")
+    await Groups(backend, by="ops").set("reports", 3)
+    states = await scheduler.groups()  # not started: the backend is opened for the call
+    assert [(g.name, g.max_running, g.running, g.waiting) for g in states] == [("reports", 3, 0, 0)]
+    await scheduler.start()
+    try:
+        await Groups(backend, by="ops", started=True).set("mail", 1)
+        assert [g.name for g in await scheduler.groups()] == ["mail", "reports"]
+    finally:
+        await scheduler.stop()

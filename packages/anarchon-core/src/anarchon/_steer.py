@@ -18,6 +18,7 @@ from .audit import AuditEntry, read_audit, record_audit
 from .backend import Backend
 from .control import PauseState, RunRequest
 from .errors import AnarchonError
+from .groups import GroupState
 from .options import check_job_name
 from .run import Run
 
@@ -83,6 +84,16 @@ class Steering:
         """Every pause stored in the backend's namespace, ended ones too (``until_ms`` set), by job name."""
         async with self._connected() as backend:
             return await backend.pauses()
+
+    async def groups(self) -> list[GroupState]:
+        """Each concurrency group with a stored limit or a live place: limit, running, waiting (anarchon.groups).
+
+        Raises :class:`~anarchon.errors.UnsupportedOperationError` on a backend
+        without the ``groups`` capability; ``anarchon groups list`` is the same
+        from the command line.
+        """
+        async with self._connected() as backend:
+            return await backend.groups()
 
     async def pause_state(self, name: str) -> PauseState | None:
         """The job's stored pause (an ended one too: ``until_ms`` set), ``None`` if never paused."""

@@ -18,6 +18,7 @@ from anarchon import Job, JobOptions, PauseState, Run, Scheduler
 from anarchon.audit import AuditEntry, read_audit
 from anarchon.errortext import error_text
 from anarchon.fleet import Fleet, FleetJob, FleetReader
+from anarchon.groups import GroupState
 from anarchon.urls import redact_url
 
 __all__ = ["FleetSource", "Source", "masked"]
@@ -54,10 +55,13 @@ class Source:
         self._reader = FleetReader()
         #: The pauses in force, by job, as last read (backends that pause).
         self.pauses: dict[str, PauseState] = {}
+        #: The concurrency groups as last read (backends with groups), for /fleet.
+        self.groups: list[GroupState] = []
 
     async def refresh(self) -> None:
-        """Read the pauses and the fleet registry once per page; a failed read leaves those facts out."""
+        """Read the pauses, the groups and the fleet registry once per page; a failed read leaves those facts out."""
         await self._read_pauses()
+        await self._read_groups()
         if not self.registry:
             return
         try:
@@ -78,6 +82,15 @@ class Source:
             log.warning("dashboard: could not read the pauses: %s", error_text(exc))
             found = []
         self.pauses = {p.job: p for p in found if p.paused}
+
+    async def _read_groups(self) -> None:
+        if not self.scheduler.backend.capabilities.groups:
+            return
+        try:
+            self.groups = await (self.scheduler.backend.groups() if self.open_backend else self.scheduler.groups())
+        except Exception as exc:  # the fleet page still shows the instances, without the groups
+            log.warning("dashboard: could not read the concurrency groups: %s", error_text(exc))
+            self.groups = []
 
     def fleet_job(self, name: str) -> FleetJob | None:
         return self.fleet.job(name) if self.fleet is not None else None

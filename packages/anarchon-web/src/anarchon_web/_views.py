@@ -126,8 +126,10 @@ class Views:
             for i in fleet.instances
         ]  # fmt: skip
         drifting = [j.name for j in fleet.jobs() if j.drift]
-        data = {"now": utc(self._now()), "backend": self.source.backend_label, "instances": instances,
-                "drifting": drifting}  # fmt: skip
+        now = self._now()
+        groups = [g.to_dict(now) for g in self.source.groups]
+        data = {"now": utc(now), "backend": self.source.backend_label, "instances": instances,
+                "drifting": drifting, "groups": groups}  # fmt: skip
         return self.render(request, "fleet.html", data)
 
     async def jobs(self, request: Request) -> Response:
