@@ -68,7 +68,7 @@ from ._stats import Latency
 from ._target import Target, new_namespace
 from .backends import load
 
-__all__ = ["Point", "measure"]
+__all__ = ["Idle", "Point", "measure", "measure_idle"]
 
 REPORT = Path(__file__).parent / "results" / "REPORT.md"
 #: The chart lives with the docs, which show it beside the protocol's table; the report links to it.

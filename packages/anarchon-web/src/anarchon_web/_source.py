@@ -55,13 +55,10 @@ class Source:
         self._reader = FleetReader()
         #: The pauses in force, by job, as last read (backends that pause).
         self.pauses: dict[str, PauseState] = {}
-        #: The concurrency groups as last read (backends with groups), for /fleet.
-        self.groups: list[GroupState] = []
 
     async def refresh(self) -> None:
-        """Read the pauses, the groups and the fleet registry once per page; a failed read leaves those facts out."""
+        """Read the pauses and the fleet registry once per page; a failed read leaves those facts out."""
         await self._read_pauses()
-        await self._read_groups()
         if not self.registry:
             return
         try:
@@ -83,14 +80,15 @@ class Source:
             found = []
         self.pauses = {p.job: p for p in found if p.paused}
 
-    async def _read_groups(self) -> None:
+    async def groups(self) -> list[GroupState]:
+        """The concurrency groups (backends with groups), for /fleet only; a failed read shows none."""
         if not self.scheduler.backend.capabilities.groups:
-            return
+            return []
         try:
-            self.groups = await (self.scheduler.backend.groups() if self.open_backend else self.scheduler.groups())
+            return await (self.scheduler.backend.groups() if self.open_backend else self.scheduler.groups())
         except Exception as exc:  # the fleet page still shows the instances, without the groups
             log.warning("dashboard: could not read the concurrency groups: %s", error_text(exc))
-            self.groups = []
+            return []
 
     def fleet_job(self, name: str) -> FleetJob | None:
         return self.fleet.job(name) if self.fleet is not None else None

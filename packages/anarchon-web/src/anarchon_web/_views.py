@@ -127,7 +127,7 @@ class Views:
         ]  # fmt: skip
         drifting = [j.name for j in fleet.jobs() if j.drift]
         now = self._now()
-        groups = [g.to_dict(now) for g in self.source.groups]
+        groups = [g.to_dict(now) for g in await self.source.groups()]
         data = {"now": utc(now), "backend": self.source.backend_label, "instances": instances,
                 "drifting": drifting, "groups": groups}  # fmt: skip
         return self.render(request, "fleet.html", data)
