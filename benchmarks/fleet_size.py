@@ -107,25 +107,24 @@ async def _counters(target: Target, ns: str) -> tuple[dict[str, float], float]:
     return await target.referee_counters(ns), cpu_seconds(await target.server_pids(ns))
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Window:
     """What one measured window of a fleet read: the referee's counters, server and instance CPU (s)."""
 
-    since: int = 0
-    until: int = 0
-    ops: dict[str, float] = field(default_factory=dict)
-    server_s: float = 0.0
-    client_s: float = 0.0
-    ledger: list[dict[str, Any]] = field(default_factory=list)
-    members: list[str] = field(default_factory=list)
-    report: FleetReport | None = None
+    since: int
+    until: int
+    ops: dict[str, float]
+    server_s: float
+    client_s: float
+    ledger: list[dict[str, Any]]
+    members: list[str]
+    report: FleetReport
 
 
 def _window(target: Target, instances: int, jobs: int, seconds: float, options: dict[str, Any], cron: str) -> _Window:
     """Start ``instances`` processes on a fresh namespace, measure ``seconds`` of steady state, clean up."""
     ns = new_namespace()
     spec = target.spec(ns)
-    seen = _Window()
     try:
         with tempfile.TemporaryDirectory(prefix=f"anarchon-{ns}-size-") as tmp:
             fleet = Fleet(
@@ -144,20 +143,27 @@ def _window(target: Target, instances: int, jobs: int, seconds: float, options: 
                 pids = [m.process.pid for m in fleet.members]
                 ops_before, server_before = asyncio.run(_counters(target, ns))
                 client_before = cpu_seconds(pids)
-                seen.since = time.time_ns() // 1_000_000
+                since = time.time_ns() // 1_000_000
                 time.sleep(seconds)
-                seen.until = time.time_ns() // 1_000_000
+                until = time.time_ns() // 1_000_000
                 ops_after, server_after = asyncio.run(_counters(target, ns))
                 client_after = cpu_seconds(pids)
                 fleet.stop(timeout=60)
-                seen.report = fleet.report(since_ms=seen.since + 1000, until_ms=seen.until - 2000)
-                seen.ledger = fleet.ledger()
-                seen.members = [m.instance for m in fleet.members]
+                report = fleet.report(since_ms=since + 1000, until_ms=until - 2000)
+                ledger = fleet.ledger()
+                members = [m.instance for m in fleet.members]
     finally:
         asyncio.run(target.cleanup(ns))
-    seen.ops = {k: ops_after[k] - ops_before.get(k, 0.0) for k in ops_after}
-    seen.server_s, seen.client_s = server_after - server_before, client_after - client_before
-    return seen
+    return _Window(
+        since=since,
+        until=until,
+        ops={k: ops_after[k] - ops_before.get(k, 0.0) for k in ops_after},
+        server_s=server_after - server_before,
+        client_s=client_after - client_before,
+        ledger=ledger,
+        members=members,
+        report=report,
+    )
 
 
 def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms: int | None = None) -> Point:
@@ -177,13 +183,11 @@ def measure(target: Target, instances: int, jobs: int, seconds: float, jitter_ms
         if since <= int(slot) <= until
     ]
     by_instance = Counter(r["instance"] for r in starts)
-    report = seen.report
-    assert report is not None
     return Point(
         instances=instances,
         runs=len(starts),
-        twice=report.duplicates,
-        missed=report.missed,
+        twice=seen.report.duplicates,
+        missed=seen.report.missed,
         server_ms_per_run=seen.server_s / ran * 1000,
         client_ms_per_run=seen.client_s / ran * 1000,
         ops_per_run={k: v / ran for k, v in seen.ops.items()},
