@@ -6,9 +6,10 @@ of instance id to the time its entry expires on the server's clock, pushed
 forward every registry poll (every 3 s while the instance's heartbeat
 holds). The tag puts the three on one node of a cluster, so each write is
 one script. An entry counts as live while its instance's heartbeat
-(``<prefix>instances``, another slot on a cluster, so read in a second
-call) has not expired, or, without a heartbeat record, while the entry has
-not: a killed instance leaves with its heartbeat, in about 1.5 s.
+(``<prefix>instances``: read by the same script on one server, in a
+second call on a cluster, where it lives in another slot) has not
+expired, or, without a heartbeat record, while the entry has not: a
+killed instance leaves with its heartbeat, in about 1.5 s.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class RegistryMixin:
     """Mixed into :class:`~anarchon_redis.RedisBackend`."""
 
     _keys: Keyspace
+    cluster: bool
 
     if TYPE_CHECKING:  # the backend's own, used here
 
@@ -50,13 +52,18 @@ class RegistryMixin:
 
     async def registered(self) -> list[tuple[str, str, int | None]]:
         heads, _, seen = self._keys.registry
-        reply = await self._call(S.REGISTERED, [heads, seen], [])
-        now = int(float(text(reply[0])))
-        beats = await self._redis().zrangebyscore(self._keys.instances, "-inf", "+inf", withscores=True)
-        alive = {text(member): int(score) for member, score in beats}
+        # On one server the script reads the heartbeats too: one round trip a second per instance.
+        keys = [heads, seen] if self.cluster else [heads, seen, self._keys.instances]
+        stamp, entries, beats = await self._call(S.REGISTERED, keys, [])
+        now = int(float(text(stamp)))
+        if self.cluster:
+            pairs = await self._redis().zrangebyscore(self._keys.instances, "-inf", "+inf", withscores=True)
+            alive = {text(member): int(score) for member, score in pairs}
+        else:
+            alive = {text(beats[i]): int(float(text(beats[i + 1]))) for i in range(0, len(beats), 2)}
         out: list[tuple[str, str, int | None]] = []
-        for i in range(1, len(reply), 3):
-            instance, head, expires = text(reply[i]), text(reply[i + 1]), int(float(text(reply[i + 2])))
+        for i in range(0, len(entries), 3):
+            instance, head, expires = text(entries[i]), text(entries[i + 1]), int(float(text(entries[i + 2])))
             until = alive.get(instance)
             if (until if until is not None else expires) < now:
                 continue  # its heartbeat expired (dead, whatever its entry says), or its entry without one
