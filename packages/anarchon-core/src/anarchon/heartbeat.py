@@ -19,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
 
 from ._active import ActiveRuns
 from ._health import BackendHealth
@@ -34,6 +36,8 @@ from .observers import Observers
 __all__ = ["Heartbeat"]
 
 log = logging.getLogger("anarchon.liveness")
+
+T = TypeVar("T")
 
 #: Share of the TTL this instance trusts after it sent a beat that was acknowledged. The
 #: other instances can see the record expire a TTL after it *arrived*, then their own next
@@ -66,9 +70,9 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._first: asyncio.Event | None = None
-        #: The thread's own loop and the event that wakes it early (stop).
+        #: The thread's own loop, and the pause between two beats, which :meth:`stop` ends early.
         self._beat_loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
+        self._pause: asyncio.Future[None] | None = None
         self._seen_dead: frozenset[str] = frozenset()
         self._warned = 0.0
 
@@ -103,10 +107,10 @@ class Heartbeat:
             return
         self._leave = leave
         self._stop.set()
-        loop, wake = self._beat_loop, self._wake
-        if loop is not None and wake is not None:
+        loop = self._beat_loop
+        if loop is not None:
             with contextlib.suppress(RuntimeError):  # the thread's loop has ended already
-                loop.call_soon_threadsafe(wake.set)
+                loop.call_soon_threadsafe(self._rouse)
         await asyncio.to_thread(thread.join, 5 + self._ttl_ms / 1000)
 
     async def watch(
@@ -183,26 +187,32 @@ class Heartbeat:
         asyncio.run(self._beating())
 
     async def _beating(self) -> None:
-        self._beat_loop = asyncio.get_running_loop()
-        self._wake = wake = asyncio.Event()
+        self._beat_loop = loop = asyncio.get_running_loop()
+        ttl_s = self._ttl_ms / 1000
         opened = False
         try:
             while not self._stop.is_set():
                 sent = time.monotonic()
                 try:
                     if not opened:
-                        await asyncio.wait_for(self._heart.open(), self._ttl_ms / 1000)
+                        await _within(self._heart.open(), ttl_s)
                         opened = True
-                    beat = await asyncio.wait_for(self._heart.beat(self._instance, self._ttl_ms), self._ttl_ms / 1000)
+                    beat = await _within(self._heart.beat(self._instance, self._ttl_ms), ttl_s)
                 except Exception as exc:
                     self._failed(exc)
                 else:
                     self._acked(sent, beat.dead)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), max(0.0, sent + self._period - time.monotonic()))
+                if self._stop.is_set():  # checked with no await before the pause: stop() ends it or finds it
+                    break
+                self._pause = pause = loop.create_future()
+                timer = loop.call_later(max(0.0, sent + self._period - time.monotonic()), self._rouse)
+                try:
+                    await pause
+                finally:
+                    timer.cancel()
             if opened and self._leave:
                 try:
-                    await asyncio.wait_for(self._heart.leave(self._instance), self._ttl_ms / 1000)
+                    await _within(self._heart.leave(self._instance), ttl_s)
                 except Exception as exc:
                     log.warning("heartbeat: could not leave (%s); the record expires within its TTL", error_text(exc))
         finally:
@@ -211,6 +221,12 @@ class Heartbeat:
                     await self._heart.close()
                 except Exception as exc:
                     log.debug("heartbeat: close failed: %s", error_text(exc))
+
+    def _rouse(self) -> None:
+        """End the pause between two beats (the period is up, or :meth:`stop` was called); in the thread's loop."""
+        pause = self._pause
+        if pause is not None and not pause.done():
+            pause.set_result(None)
 
     def _acked(self, sent: float, dead: Mapping[str, int]) -> None:
         now = time.monotonic()
@@ -240,3 +256,20 @@ class Heartbeat:
             log.warning("heartbeat of instance %s failed: %s", self._instance, error_text(exc))
         else:
             log.debug("heartbeat of instance %s failed: %s", self._instance, error_text(exc))
+
+
+async def _within(call: Awaitable[T], seconds: float) -> T:
+    """``await call``, raising ``TimeoutError`` after ``seconds``, without a task of its own where Python allows.
+
+    The thread wakes four times a second for as long as the instance lives:
+    ``asyncio.wait_for`` (before Python 3.12) ran each beat in a task of its
+    own, and waiting the pause between beats the same way added more. That
+    machinery was a quarter of the thread's CPU: 1.45 to 1.57 ms a second
+    against 1.12 to 1.18 without it, with a heart that answers at once, on a
+    two-core virtual machine. ``asyncio.timeout`` (3.11 and later) cancels the
+    calling task instead, and the pause is one future and one timer.
+    """
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await call
+    return await asyncio.wait_for(call, seconds)  # pragma: no cover - Python 3.10
