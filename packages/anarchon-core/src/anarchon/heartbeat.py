@@ -141,8 +141,11 @@ class Heartbeat:
                 reported = False
                 if given_up:
                     given_up = await self._hand_over(backend, given_up, health)
-                # Wake at the deadline at the latest: a beat acknowledged meanwhile moves it on.
-                await asyncio.sleep(min(deadline - now, self._period) + 0.001)
+                # Wake at the deadline, no sooner: no run can lose its hold before it (a beat acknowledged
+                # meanwhile moves it on, and the watch sleeps again), and each wake-up of the loop costs
+                # CPU for as long as the instance lives. A failed hand-over is tried again each period.
+                pause = min(deadline - now, self._period) if given_up else deadline - now
+                await asyncio.sleep(pause + 0.001)
                 continue
             seen = revived
             lapsed = []
