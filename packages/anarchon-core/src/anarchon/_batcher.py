@@ -11,7 +11,6 @@ that waited there past its slots' ``max_late_ms`` is skipped as late, unsent.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
@@ -23,6 +22,7 @@ from ._collector import CollectionDeferred
 from ._health import BackendHealth
 from ._runlog import RunLog
 from ._tasks import Tasks
+from ._waits import at_most
 from ._window import ClaimWindow
 from .backend import Capabilities, Claim, ClaimResult, Grant, Outcome
 from .clock import Clock
@@ -229,8 +229,7 @@ class ClaimBatcher:
         newer slot ran (found by the fleet test of ``catch_up="each"``).
         """
         if self._idle is not None and self._in_flight and timeout_s > 0:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), timeout_s)
+            await at_most(self._idle.wait(), timeout_s)
 
     async def between_batches(self, limit: float, quiet_ms: int, next_due_ms: Callable[[], int | None]) -> None:
         """Wait until no claim batch is in flight or due within ``quiet_ms``.
@@ -243,8 +242,7 @@ class ClaimBatcher:
         deadline = self._clock.monotonic() + limit
         while not self._stopping() and (left := deadline - self._clock.monotonic()) > 0:
             if self._in_flight:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._idle.wait(), left)
+                await at_most(self._idle.wait(), left)
                 continue
             next_at = next_due_ms()
             gap = next_at - self._clock.now_ms() if next_at is not None else quiet_ms

@@ -17,7 +17,6 @@ a backup takes it over.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -27,6 +26,7 @@ from ._health import BackendHealth
 from ._pausegate import PauseGate
 from ._registry import JobRegistry
 from ._tasks import Tasks
+from ._waits import at_most
 from .backend import Backend, Grant, Outcome
 from .clock import Clock
 from .control import CONTROL_NOTIFIED_POLL_MS, CONTROL_POLL_MS, RunRequest
@@ -78,8 +78,7 @@ class ControlLoop:
         try:
             while not self._stopping():
                 every = CONTROL_NOTIFIED_POLL_MS if watch is not None and not watch.done() else CONTROL_POLL_MS
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(changed.wait(), every / 1000 * random.uniform(0.75, 1.25))
+                await at_most(changed.wait(), every / 1000 * random.uniform(0.75, 1.25))
                 changed.clear()  # before the poll: a notice during it makes another
                 if not self._stopping():
                     await self.poll()

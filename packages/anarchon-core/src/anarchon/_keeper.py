@@ -9,7 +9,6 @@ The keeper ends when no run holds a lease; the next run starts it again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import logging
 from typing import NamedTuple
@@ -17,6 +16,7 @@ from typing import NamedTuple
 from ._active import ActiveRun, ActiveRuns
 from ._health import BackendHealth
 from ._tasks import Tasks, ignore_outcome
+from ._waits import at_most
 from .backend import LeaseBackend
 from .clock import Clock
 from .observers import Observers
@@ -120,8 +120,7 @@ class LeaseKeeper:
             now = self._clock.monotonic()
             if heap[0].at > now + TICK_S:
                 wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), heap[0].at - now)
+                await at_most(wake.wait(), heap[0].at - now)
                 continue
             due: list[ActiveRun] = []
             while heap and heap[0].at <= now + TICK_S:

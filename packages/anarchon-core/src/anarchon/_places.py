@@ -20,12 +20,12 @@ never held longer than a take-over takes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 
 from ._active import ActiveRun, Flag
 from ._health import BackendHealth
+from ._waits import at_most
 from .backend import Backend
 from .clock import Clock
 from .errortext import error_text
@@ -98,8 +98,7 @@ class Places:
                     self.leave(place)
                     waited = self._clock.now_ms() - place.slot_ms
                     return skipped_text(place.group, waited, bound)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(waiting.flag.wait(), left_ms / 1000)
+                await at_most(waiting.flag.wait(), left_ms / 1000)
         finally:
             active.between_tries = None
             if self._waiting.get(place.key) is waiting:  # a take-over of the run here may wait under its key
@@ -150,8 +149,7 @@ class Places:
         every = GROUP_POLL_MS / 1000
         while not self._closed:
             if not self._wake.is_set():
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), every * random.uniform(0.75, 1.25))
+                await at_most(self._wake.wait(), every * random.uniform(0.75, 1.25))
             await asyncio.sleep(0)  # the runs told of a place start before the next pass
             self._wake.clear()  # before the pass: a notice during it makes another
             if (self._waiting or self._leaving) and not self._closed:

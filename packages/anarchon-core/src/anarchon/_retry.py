@@ -20,13 +20,12 @@ retried: the run belongs to someone else then.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import random
 
 from ._active import ActiveRun, Flag
 from ._invoke import JobInvoker
+from ._waits import at_most
 from .job import Job
 from .options import JobOptions
 from .run import RunStatus, retried_error
@@ -58,8 +57,7 @@ async def _wait(active: ActiveRun, delay_ms: int) -> bool:
     """Wait for the retry; ``False`` when the run was cancelled meanwhile (stop, lost lease)."""
     flag = active.between_tries = Flag()
     try:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(flag.wait(), delay_ms / 1000)
+        await at_most(flag.wait(), delay_ms / 1000)
         return not flag.is_set and not active.context.lease_lost
     finally:
         active.between_tries = None

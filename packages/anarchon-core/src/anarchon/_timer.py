@@ -11,7 +11,6 @@ one backend call.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import logging
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from ._collector import CollectionDeferred
 from ._health import BackendHealth
 from ._rank import jittered
 from ._registry import JobRegistry
+from ._waits import at_most
 from .clock import Clock
 from .job import Job
 from .observers import Observers
@@ -122,8 +122,7 @@ class SlotTimer:
             if not self._heap or self._heap[0].at_ms > now:
                 delay = (self._heap[0].at_ms - now) / 1000 if self._heap else None
                 self._wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
+                await at_most(self._wake.wait(), delay)
                 continue
             with CollectionDeferred():
                 due = self._pop_due(now)

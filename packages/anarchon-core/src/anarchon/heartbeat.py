@@ -19,15 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Mapping
 
 from ._active import ActiveRuns
 from ._health import BackendHealth
 from ._keeper import lose_lease
+from ._waits import within
 from .backend import Grant, LeaseBackend
 from .errortext import error_text
 from .liveness import HEARTBEAT_MS, LIVENESS_TTL_MS, Heart
@@ -36,8 +35,6 @@ from .observers import Observers
 __all__ = ["Heartbeat"]
 
 log = logging.getLogger("anarchon.liveness")
-
-T = TypeVar("T")
 
 #: Share of the TTL this instance trusts after it sent a beat that was acknowledged. The
 #: other instances can see the record expire a TTL after it *arrived*, then their own next
@@ -198,9 +195,9 @@ class Heartbeat:
                 sent = time.monotonic()
                 try:
                     if not opened:
-                        await _within(self._heart.open(), ttl_s)
+                        await within(self._heart.open(), ttl_s)
                         opened = True
-                    beat = await _within(self._heart.beat(self._instance, self._ttl_ms), ttl_s)
+                    beat = await within(self._heart.beat(self._instance, self._ttl_ms), ttl_s)
                 except Exception as exc:
                     self._failed(exc)
                 else:
@@ -215,7 +212,7 @@ class Heartbeat:
                     timer.cancel()
             if opened and self._leave:
                 try:
-                    await _within(self._heart.leave(self._instance), ttl_s)
+                    await within(self._heart.leave(self._instance), ttl_s)
                 except Exception as exc:
                     log.warning("heartbeat: could not leave (%s); the record expires within its TTL", error_text(exc))
         finally:
@@ -259,20 +256,3 @@ class Heartbeat:
             log.warning("heartbeat of instance %s failed: %s", self._instance, error_text(exc))
         else:
             log.debug("heartbeat of instance %s failed: %s", self._instance, error_text(exc))
-
-
-async def _within(call: Awaitable[T], seconds: float) -> T:
-    """``await call``, raising ``TimeoutError`` after ``seconds``, without a task of its own where Python allows.
-
-    The thread wakes four times a second for as long as the instance lives:
-    ``asyncio.wait_for`` (before Python 3.12) ran each beat in a task of its
-    own, and waiting the pause between beats the same way added more. That
-    machinery was a quarter of the thread's CPU: 1.45 to 1.57 ms a second
-    against 1.12 to 1.18 without it, with a heart that answers at once, on a
-    two-core virtual machine. ``asyncio.timeout`` (3.11 and later) cancels the
-    calling task instead, and the pause is one future and one timer.
-    """
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):
-            return await call
-    return await asyncio.wait_for(call, seconds)  # pragma: no cover - Python 3.10

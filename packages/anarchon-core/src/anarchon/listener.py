@@ -36,6 +36,8 @@ import contextlib
 import logging
 import sys
 
+from ._waits import at_most
+
 __all__ = ["RETRY_S", "ScheduleListener"]
 
 log = logging.getLogger("anarchon.schedules")
@@ -121,8 +123,7 @@ class ScheduleListener(abc.ABC):
             if left <= 0:
                 return await self._answers()
             wake = self._wake = self._wake or asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), left)
+            await at_most(wake.wait(), left)
         await self.unsubscribe()
         return False
 
