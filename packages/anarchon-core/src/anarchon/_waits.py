@@ -6,7 +6,7 @@ top of the loop's own wake-up. An instance makes such waits all its life (the
 slot timer, the lease keeper, the control and group polls, the heartbeat four
 times a second), so that machinery was a measurable share of an idle
 instance's CPU (the heartbeat thread's alone: 1.45 to 1.57 ms a second
-against 1.12 to 1.18 without it, on a two-core virtual machine).
+against 1.23 to 1.34 without it, on a two-core virtual machine).
 ``asyncio.timeout`` (Python 3.11 and later) cancels the waiting task itself at
 the deadline instead; Python 3.10 keeps ``wait_for``.
 """

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from ._active import ActiveRuns
 from ._health import BackendHealth
 from ._keeper import lose_lease
-from ._waits import within
+from ._waits import at_most, within
 from .backend import Grant, LeaseBackend
 from .errortext import error_text
 from .liveness import HEARTBEAT_MS, LIVENESS_TTL_MS, Heart
@@ -67,9 +67,9 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._first: asyncio.Event | None = None
-        #: The thread's own loop, and the pause between two beats, which :meth:`stop` ends early.
+        #: The thread's own loop and the event that wakes it early (stop).
         self._beat_loop: asyncio.AbstractEventLoop | None = None
-        self._pause: asyncio.Future[None] | None = None
+        self._wake: asyncio.Event | None = None
         self._seen_dead: frozenset[str] = frozenset()
         self._warned = 0.0
 
@@ -104,10 +104,10 @@ class Heartbeat:
             return
         self._leave = leave
         self._stop.set()
-        loop = self._beat_loop
-        if loop is not None:
+        loop, wake = self._beat_loop, self._wake
+        if loop is not None and wake is not None:
             with contextlib.suppress(RuntimeError):  # the thread's loop has ended already
-                loop.call_soon_threadsafe(self._rouse)
+                loop.call_soon_threadsafe(wake.set)
         await asyncio.to_thread(thread.join, 5 + self._ttl_ms / 1000)
 
     async def watch(
@@ -187,7 +187,8 @@ class Heartbeat:
         asyncio.run(self._beating())
 
     async def _beating(self) -> None:
-        self._beat_loop = loop = asyncio.get_running_loop()
+        self._beat_loop = asyncio.get_running_loop()
+        self._wake = wake = asyncio.Event()
         ttl_s = self._ttl_ms / 1000
         opened = False
         try:
@@ -202,14 +203,7 @@ class Heartbeat:
                     self._failed(exc)
                 else:
                     self._acked(sent, beat.dead)
-                if self._stop.is_set():  # checked with no await before the pause: stop() ends it or finds it
-                    break
-                self._pause = pause = loop.create_future()
-                timer = loop.call_later(max(0.0, sent + self._period - time.monotonic()), self._rouse)
-                try:
-                    await pause
-                finally:
-                    timer.cancel()
+                await at_most(wake.wait(), max(0.0, sent + self._period - time.monotonic()))
             if opened and self._leave:
                 try:
                     await within(self._heart.leave(self._instance), ttl_s)
@@ -221,12 +215,6 @@ class Heartbeat:
                     await self._heart.close()
                 except Exception as exc:
                     log.debug("heartbeat: close failed: %s", error_text(exc))
-
-    def _rouse(self) -> None:
-        """End the pause between two beats (the period is up, or :meth:`stop` was called); in the thread's loop."""
-        pause = self._pause
-        if pause is not None and not pause.done():
-            pause.set_result(None)
 
     def _acked(self, sent: float, dead: Mapping[str, int]) -> None:
         now = time.monotonic()
