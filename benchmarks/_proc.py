@@ -7,7 +7,7 @@ snapshot, so the CPU of a window is the difference of two readings.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 __all__ = ["cpu_seconds", "oncpu_seconds", "pids_named", "rss_mb"]
@@ -16,14 +16,20 @@ _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
+def _read(pids: Iterable[int], name: str) -> Iterator[str]:
+    """The text of ``/proc/<pid>/<name>`` for each of ``pids`` still there (an exited one is skipped)."""
+    for pid in pids:
+        try:
+            yield Path(f"/proc/{pid}/{name}").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+
+
 def cpu_seconds(pids: Iterable[int]) -> float:
     """User + system CPU seconds of ``pids`` so far (fields 14 and 15 of ``/proc/<pid>/stat``)."""
     total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
+    for text in _read(pids, "stat"):
+        fields = text.rsplit(")", 1)[1].split()
         total += (int(fields[11]) + int(fields[12])) / _TICK
     return total
 
@@ -34,24 +40,12 @@ def oncpu_seconds(pids: Iterable[int]) -> float:
     For windows where ``stat``'s clock ticks (10 ms) are too coarse: a server
     process that answers a few statements a second uses well under a tick each.
     """
-    total = 0
-    for pid in pids:
-        try:
-            total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-    return total / 1e9
+    return sum(int(text.split()[0]) for text in _read(pids, "schedstat")) / 1e9
 
 
 def rss_mb(pids: Iterable[int]) -> float:
     """Resident set of ``pids`` together, in MB (shared pages counted once per process)."""
-    total = 0
-    for pid in pids:
-        try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-    return total * _PAGE / 1024 / 1024
+    return sum(int(text.split()[1]) for text in _read(pids, "statm")) * _PAGE / 1024 / 1024
 
 
 def pids_named(name: str, needle: str = "") -> list[int]:
