@@ -80,3 +80,63 @@ async def test_an_instance_that_leaves_is_reported_dead_to_the_others_at_their_n
         assert set(dead.seen) == {"leaving"}
     finally:
         await staying.stop(leave=True)
+
+
+class _Telling(Broken):
+    """A heart whose beats tell a next expiry (only its class attribute matters to the pace)."""
+
+    tells_next_expiry = True
+
+
+def _paced(heart: Heart, busy: bool) -> Heartbeat:
+    return Heartbeat(heart, "i1", on_dead=Dead(), period_ms=100, idle_period_ms=400, busy=lambda: busy)
+
+
+def test_an_instance_holding_no_run_beats_at_the_idle_pace_and_one_holding_runs_at_the_full_pace() -> None:
+    sent = time.monotonic()
+    assert _paced(_Telling(), busy=False)._next_beat(sent, Beat()) == sent + 0.4
+    assert _paced(_Telling(), busy=True)._next_beat(sent, Beat()) == sent + 0.1
+
+
+def test_a_heart_that_does_not_tell_the_next_expiry_keeps_the_full_pace_even_when_idle() -> None:
+    sent = time.monotonic()
+    assert _paced(Broken(), busy=False)._next_beat(sent, Beat(next_expiry_ms=5)) == sent + 0.1
+
+
+def test_a_beat_is_aimed_just_after_the_next_expiry_when_it_comes_before_the_pace() -> None:
+    sent = time.monotonic()
+    at = _paced(_Telling(), busy=False)._next_beat(sent, Beat(next_expiry_ms=150))
+    after = time.monotonic()
+    assert sent + 0.15 < at <= after + 0.15 + 0.01 + 1e-9, "not aimed just after the expiry"
+    assert _paced(_Telling(), busy=False)._next_beat(sent, Beat(next_expiry_ms=1000)) == sent + 0.4
+    # An expiry that is due now still leaves a gap between two beats.
+    late = time.monotonic() + 5  # a beat "sent" later than the expiry it would be aimed at
+    assert _paced(_Telling(), busy=True)._next_beat(late, Beat(next_expiry_ms=0)) == late + 0.02
+
+
+async def test_an_idle_instance_reports_a_death_at_the_expiry_not_at_its_own_pace() -> None:
+    """The survivor beats every 5 s when idle, yet reports the other's death soon after its 0.6 s TTL ran out.
+
+    A third instance beats at the full pace, so the store is never silent
+    (:func:`anarchon.liveness.after_silence`) while the survivor waits.
+    """
+    store = MemoryStore()
+    dead = Dead()
+
+    def full_pace(name: str) -> Heartbeat:
+        return Heartbeat(MemoryBackend(store).heart(), name, on_dead=Dead(), period_ms=PERIOD_MS, ttl_ms=600)
+
+    keeper, dying = full_pace("keeper"), full_pace("dying")
+    survivor = Heartbeat(
+        MemoryBackend(store).heart(), "survivor", on_dead=dead, ttl_ms=600, busy=lambda: False, idle_period_ms=5000
+    )
+    try:
+        assert await keeper.start(timeout_s=5) and await dying.start(timeout_s=5)
+        assert await survivor.start(timeout_s=5)
+        await dying.stop(leave=False)  # as after kill -9: the record expires by itself
+        # At its own pace the survivor's next beat would come 5 s after its first.
+        await asyncio.wait_for(dead.event.wait(), 3)
+        assert "dying" in dead.seen
+    finally:
+        await survivor.stop(leave=True)
+        await keeper.stop(leave=True)

@@ -5,9 +5,10 @@ stalled; it is far too long to wait for an owner that is *dead*: every slot of
 an every-second job would be skipped for overlap with the dead run until the
 lease ran out. So each instance of a lease backend that offers it also keeps
 one heartbeat record in the store, ``alive_until = store clock + TTL``,
-renewed every :data:`HEARTBEAT_MS` from a thread and a connection of its own
-(a busy event loop, a sync job hogging it, does not stop the heartbeat; only
-a dead, frozen or cut-off process does).
+renewed every :data:`HEARTBEAT_MS` (every :data:`IDLE_HEARTBEAT_MS` while the
+instance holds no run, see :mod:`anarchon.heartbeat`) from a thread and a
+connection of its own (a busy event loop, a sync job hogging it, does not stop
+the heartbeat; only a dead, frozen or cut-off process does).
 
 The store then applies one more rule (see :mod:`anarchon.backend`): a running
 run whose owner has a record and that record expired (``alive_until`` before
@@ -47,11 +48,28 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-__all__ = ["HEARTBEAT_MS", "LIVENESS_TTL_MS", "RETAIN_DEAD_MS", "SILENCE_SHARE", "Beat", "Heart", "after_silence"]
+__all__ = [
+    "HEARTBEAT_MS",
+    "IDLE_HEARTBEAT_MS",
+    "LIVENESS_TTL_MS",
+    "RETAIN_DEAD_MS",
+    "SILENCE_SHARE",
+    "Beat",
+    "Heart",
+    "after_silence",
+    "soonest_expiry",
+]
 
-#: How often an instance renews its heartbeat record.
+#: How often an instance renews its heartbeat record while it holds a run.
 HEARTBEAT_MS = 250
+#: How often an instance that holds no run renews it, on a store whose beat tells when the next
+#: record of another instance expires (:attr:`Beat.next_expiry_ms`): the beat that would report
+#: that instance dead is sent at its expiry, so the fleet notices a death as early as with beats
+#: every :data:`HEARTBEAT_MS`. Below half the TTL, so a fleet of idle instances never looks silent
+#: (:func:`after_silence`).
+IDLE_HEARTBEAT_MS = 500
 #: How long the store keeps a record alive after a beat arrives: six beats, so
 #: about a second of failed or slow beats is tolerated before the fleet takes
 #: this instance's runs over, and a killed instance is noticed within 1.5 s.
@@ -80,6 +98,16 @@ def after_silence(alive: Mapping[str, int], now_ms: int, ttl_ms: int) -> dict[st
     return {name: now_ms + 2 * ttl_ms for name, until in alive.items() if until >= last}
 
 
+def soonest_expiry(alive: Mapping[str, int], instance: str, now_ms: int) -> int | None:
+    """Milliseconds from ``now_ms`` until the first record of another instance that is still alive expires.
+
+    The reference for :attr:`Beat.next_expiry_ms` (``alive`` as after the beat: every
+    instance to its ``alive_until``); ``None`` when no other instance is alive.
+    """
+    left = [until - now_ms for name, until in alive.items() if name != instance and until >= now_ms]
+    return min(left) if left else None
+
+
 @dataclass(frozen=True)
 class Beat:
     """What one heartbeat learnt: the instances the store now holds dead.
@@ -94,6 +122,11 @@ class Beat:
     """
 
     dead: Mapping[str, int] = field(default_factory=dict)
+    #: Milliseconds from the store's now until the first record of another live instance expires
+    #: (:func:`soonest_expiry`), ``None`` when there is none. Filled by a heart whose
+    #: :attr:`Heart.tells_next_expiry` says so; the others' instances beat every
+    #: :data:`HEARTBEAT_MS` whether or not they hold a run.
+    next_expiry_ms: int | None = None
 
 
 class Heart(abc.ABC):
@@ -104,6 +137,10 @@ class Heart(abc.ABC):
     so :meth:`open` must make a new connection (pool) there, and nothing may be
     shared with the backend object but plain data.
     """
+
+    #: Whether :meth:`beat` fills :attr:`Beat.next_expiry_ms`; only then may an instance that
+    #: holds no run beat every :data:`IDLE_HEARTBEAT_MS` instead of every :data:`HEARTBEAT_MS`.
+    tells_next_expiry: ClassVar[bool] = False
 
     @abc.abstractmethod
     async def open(self) -> None:

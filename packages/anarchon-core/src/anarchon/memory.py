@@ -24,7 +24,7 @@ from ._memory_fleet import MemoryFleet, RegistryMixin
 from ._memory_groups import GroupsMixin, MemoryGroups
 from ._memory_schedules import MemorySchedules, SchedulesMixin
 from .backend import Capabilities, Claim, ClaimResult, Finding, Grant, LeaseBackend, Outcome, next_fencing
-from .liveness import RETAIN_DEAD_MS, Beat, Heart, after_silence
+from .liveness import RETAIN_DEAD_MS, Beat, Heart, after_silence, soonest_expiry
 from .options import check_history_limit
 from .run import Attempt, Run, RunStatus, ms_to_datetime
 
@@ -85,6 +85,11 @@ class MemoryStore:
                 elif until < now:
                     dead[name] = until
             return dead
+
+    def next_expiry(self, instance: str) -> int | None:
+        """Milliseconds until the first record of another live instance expires (``Beat.next_expiry_ms``)."""
+        with self._lock:
+            return soonest_expiry(self._alive, instance, self.clock())
 
     def leave(self, instance: str) -> None:
         with self._lock:
@@ -436,6 +441,8 @@ class MemoryBackend(ControlMixin, RegistryMixin, SchedulesMixin, AuditMixin, Gro
 class _MemoryHeart(Heart):
     """The heartbeat into a :class:`MemoryStore`: its lock makes it safe from the heartbeat thread."""
 
+    tells_next_expiry = True
+
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
 
@@ -443,7 +450,8 @@ class _MemoryHeart(Heart):
         pass
 
     async def beat(self, instance: str, ttl_ms: int) -> Beat:
-        return Beat(self._store.beat(instance, ttl_ms))
+        dead = self._store.beat(instance, ttl_ms)
+        return Beat(dead, self._store.next_expiry(instance))
 
     async def leave(self, instance: str) -> None:
         self._store.leave(instance)

@@ -327,7 +327,8 @@ class Scheduler(Steering, Backfilling, Reading, RunNow, TaskBook):
         heart = self.backend.heart() if isinstance(self.backend, LeaseBackend) and self.liveness else None
         if heart is None:
             return refuse_groups(self._registry.snapshot(), repr(self.backend), self.backend.capabilities.groups)
-        beat = Heartbeat(heart, self.instance_id, on_dead=self._on_dead)
+        active = self._runner.active
+        beat = Heartbeat(heart, self.instance_id, on_dead=self._on_dead, busy=lambda: bool(active))
         if not await beat.start(FIRST_BEAT_TIMEOUT_S):
             await beat.stop(leave=False)
             raise BackendUnavailableError(

@@ -46,6 +46,8 @@ _GONE = (asyncpg.PostgresConnectionError, asyncpg.exceptions.OperatorInterventio
 
 
 class PostgresHeart(Heart):
+    tells_next_expiry = True
+
     def __init__(
         self,
         dsn: str,
@@ -100,7 +102,8 @@ class PostgresHeart(Heart):
         rows = await self._fetch(
             self._beat_sql, instance, ttl_ms, RETAIN_DEAD_MS, timeout_s=min(self._timeout, ttl_ms / 1000)
         )
-        return Beat({row[0]: int(row[1]) for row in rows})
+        soonest = [int(row[1]) for row in rows if row[0] is None]
+        return Beat({row[0]: int(row[1]) for row in rows if row[0] is not None}, soonest[0] if soonest else None)
 
     async def leave(self, instance: str) -> None:
         await self._fetch(self._leave_sql, instance, timeout_s=self._timeout)

@@ -86,6 +86,8 @@ class RedisHeart(Heart):
     :class:`DeadOwners` holder, which is thread-safe.
     """
 
+    tells_next_expiry = True
+
     def __init__(self, url: str, cluster: bool, key: str, connect_timeout_s: float, dead: DeadOwners) -> None:
         self._url = url
         self._cluster = cluster
@@ -123,10 +125,10 @@ class RedisHeart(Heart):
         if now - self._followed >= FOLLOW_S:  # through Sentinel: beat where the claims go (_sentinel.py)
             self._followed = now
             await follow_primary(self._client)
-        reply = await self._run(S.BEAT, instance, ttl_ms, RETAIN_DEAD_MS)
-        dead = {text(reply[i]): int(float(text(reply[i + 1]))) for i in range(0, len(reply), 2)}
+        flat, next_ms = await self._run(S.BEAT, instance, ttl_ms, RETAIN_DEAD_MS)
+        dead = {text(flat[i]): int(float(text(flat[i + 1]))) for i in range(0, len(flat), 2)}
         self._dead.update(dead)
-        return Beat(dead)
+        return Beat(dead, None if next_ms is None else int(next_ms))
 
     async def leave(self, instance: str) -> None:
         await self._run(S.LEAVE, instance)

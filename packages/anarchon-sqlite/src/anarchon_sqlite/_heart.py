@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart, after_silence
+from anarchon.liveness import RETAIN_DEAD_MS, Beat, Heart, after_silence, soonest_expiry
 
 from . import _store
 from ._schema import open_store
@@ -29,6 +29,8 @@ _LEAVE = statement("heart_leave")
 
 
 class SQLiteHeart(Heart):
+    tells_next_expiry = True
+
     def __init__(self, path: str, busy_timeout_ms: int, synchronous: str, clock: Callable[[], int]) -> None:
         self._path = path
         self._timeout_s = busy_timeout_ms / 1000
@@ -72,7 +74,8 @@ class SQLiteHeart(Heart):
             conn.execute(_FORGET, (now - RETAIN_DEAD_MS,))
             records.update(renewed)
             records[instance] = now + ttl_ms
-            return Beat({name: until for name, until in records.items() if now - RETAIN_DEAD_MS <= until < now})
+            dead = {name: until for name, until in records.items() if now - RETAIN_DEAD_MS <= until < now}
+            return Beat(dead, soonest_expiry(records, instance, now))
 
         beat = self._write(body)
         assert beat is not None

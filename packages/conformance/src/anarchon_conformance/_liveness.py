@@ -186,6 +186,37 @@ class LivenessTests(SuiteBase):
         assert until <= await conformance.backend_now_ms(), "a record reported dead has not expired"
         assert b.id not in beat.dead
 
+    async def test_a_beat_tells_when_the_next_other_record_expires(self, conformance: Conformance) -> None:
+        """``Beat.next_expiry_ms``: how long the first other live record has left, on the store's clock.
+
+        An idle instance beats slowly and aims a beat just after that expiry, so a
+        death is still reported at once (:mod:`anarchon.heartbeat`); a wrong answer
+        would report it late (too long) or spend beats (too short). Only for a heart
+        whose ``tells_next_expiry`` says it fills the field.
+        """
+        a, b, c = await conformance.instances(3)
+        heart = a.leases.heart()
+        assert heart is not None
+        if not heart.tells_next_expiry:
+            assert (await a.beat(TTL_MS)).next_expiry_ms is None, "a heart that does not tell filled next_expiry_ms"
+            return
+        assert (await a.beat(TTL_MS)).next_expiry_ms is None, "no other instance beats, yet a next expiry was told"
+        before = await conformance.backend_now_ms()
+        await b.beat(TTL_MS * 4)
+        await c.beat(TTL_MS * 8)
+        told = (await a.beat(TTL_MS)).next_expiry_ms
+        after = await conformance.backend_now_ms()
+        assert told is not None, "two other instances are alive, yet no next expiry was told"
+        # b's record: alive until (its beat's now) + 4 TTL; a's own shorter record is not counted.
+        assert before + TTL_MS * 4 - after <= told <= TTL_MS * 4, f"next_expiry_ms={told}, b has about {TTL_MS * 4} ms"
+        await b.stop_beating()
+        await c.stop_beating()
+        await _seen_dead(a, b)
+        left = (await a.beat(TTL_MS)).next_expiry_ms
+        assert left is not None and left < TTL_MS * 8, f"next_expiry_ms={left}: b is dead, c's record is the next"
+        await _seen_dead(a, c)
+        assert (await a.beat(TTL_MS)).next_expiry_ms is None, "every other record expired, yet a next expiry was told"
+
     async def test_a_silent_store_condemns_nobody(self, conformance: Conformance) -> None:
         """After a silence no beat crossed, the records alive at the last beat are renewed, not reported dead.
 

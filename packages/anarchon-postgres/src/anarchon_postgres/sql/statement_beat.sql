@@ -6,7 +6,9 @@
 -- tests. A silent store condemns nobody (anarchon.liveness.after_silence):
 -- when no beat arrived for more than half a TTL (the newest record's
 -- alive_until minus the TTL), the records alive at that newest beat are
--- first renewed to now + 2 TTL.
+-- first renewed to now + 2 TTL. The last row, its instance NULL, holds the
+-- ms until the first other live record expires (none: no other is alive),
+-- read from the same snapshot: the heart aims its next beat just after it.
 WITH t AS MATERIALIZED (
     SELECT @now_ms@ AS now
 ), silent AS MATERIALIZED (
@@ -25,3 +27,6 @@ WITH t AS MATERIALIZED (
 SELECT d.instance, d.alive_until FROM @schema@.instances d, t
 WHERE d.alive_until < t.now AND d.alive_until >= t.now - $3 AND d.instance <> $1
 AND NOT EXISTS (SELECT 1 FROM silent s WHERE d.alive_until >= s.last)
+UNION ALL
+SELECT NULL, min(a.alive_until) - t.now FROM @schema@.instances a, t
+WHERE a.alive_until >= t.now AND a.instance <> $1 GROUP BY t.now
