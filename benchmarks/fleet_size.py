@@ -10,16 +10,18 @@ only a slot it did not hear decided; ``--jitter-ms 0`` turns ranking off, so
 every instance tries every slot in the same millisecond, the case whose cost
 grew with N), lets them settle, and measures over ``--seconds``:
 
-- server CPU per run: user + system time of the server processes the target
-  names (PostgreSQL: the backends serving the instances; Redis: the whole
-  ``redis-server``), per run started in the window; none for SQLite, whose
-  store lives in the instances;
+- server CPU per run: time on a CPU of the server processes the target names
+  (PostgreSQL: the backends serving the instances; Redis: the whole
+  ``redis-server``), per run started in the window, from
+  ``/proc/<pid>/schedstat`` (nanoseconds: ``stat``'s 10 ms ticks moved one
+  idle instance's figure by half a millisecond a second from one run to the
+  next); none for SQLite, whose store lives in the instances;
 - referee operations per run: the server's own counters (Redis ``INFO
   commandstats``: every command, those inside scripts too, and the script
   calls, which are the round trips; PostgreSQL ``pg_stat_database``:
   transactions, flushed by each session at most once a second, so a window
   carries up to a second's error per connection);
-- client CPU per run: the instance processes;
+- client CPU per run: the instance processes (also from ``schedstat``);
 - start delay (the ledger's start time minus the slot), p50 and p99;
 - claims lost and slots heard decided (no claim sent) per run, for the
   window's slots only: the start-up's are not the pace (eight instances, 1,000
@@ -63,7 +65,7 @@ from scripts.report import BENCHMARK_INTRO, write_section
 
 from ._cli import _ensure_requirements
 from ._machine import machine
-from ._proc import cpu_seconds
+from ._proc import oncpu_seconds
 from ._stats import Latency
 from ._target import Target, new_namespace
 from .backends import load
@@ -104,7 +106,7 @@ class Point:
 
 
 async def _counters(target: Target, ns: str) -> tuple[dict[str, float], float]:
-    return await target.referee_counters(ns), cpu_seconds(await target.server_pids(ns))
+    return await target.referee_counters(ns), oncpu_seconds(await target.server_pids(ns))
 
 
 @dataclass(frozen=True)
@@ -142,12 +144,12 @@ def _window(target: Target, instances: int, jobs: int, seconds: float, options: 
                 time.sleep(3)  # past the first slots' start-up work
                 pids = [m.process.pid for m in fleet.members]
                 ops_before, server_before = asyncio.run(_counters(target, ns))
-                client_before = cpu_seconds(pids)
+                client_before = oncpu_seconds(pids)
                 since = time.time_ns() // 1_000_000
                 time.sleep(seconds)
                 until = time.time_ns() // 1_000_000
                 ops_after, server_after = asyncio.run(_counters(target, ns))
-                client_after = cpu_seconds(pids)
+                client_after = oncpu_seconds(pids)
                 fleet.stop(timeout=60)
                 report = fleet.report(since_ms=since + 1000, until_ms=until - 2000)
                 ledger = fleet.ledger()
