@@ -216,7 +216,7 @@ class Heartbeat:
         try:
             while not self._stop.is_set():
                 sent = time.monotonic()
-                after = self._period  # after a failure too: try again soon
+                due = sent + self._period  # after a failure too: try again soon
                 try:
                     if not opened:
                         await within(self._heart.open(), ttl_s)
@@ -226,8 +226,8 @@ class Heartbeat:
                     self._failed(exc)
                 else:
                     self._acked(sent, beat.dead)
-                    after = self._next_beat(sent, beat) - sent
-                await at_most(wake.wait(), max(0.0, sent + after - time.monotonic()))
+                    due = self._next_beat(sent, beat)
+                await at_most(wake.wait(), max(0.0, due - time.monotonic()))
             if opened and self._leave:
                 try:
                     await within(self._heart.leave(self._instance), ttl_s)
